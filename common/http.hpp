@@ -1,0 +1,80 @@
+// HTTP/1.x on the client side: the GET request we send and an incremental parser for the response.
+//
+// The parser is fed whatever recv() returned, in pieces of any size (down to one byte), and gives the
+// same result for every split. The seed's fetcher called recv(1024) once and took that for the
+// response; a real response arrives in as many pieces as the network likes, and its end is known
+// only from its framing: Content-Length, chunked encoding, or the server closing the connection.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/url.hpp"
+
+namespace sixways {
+
+struct Header {
+    std::string name;
+    std::string value;
+};
+
+struct Response {
+    int status = 0;
+    std::string reason;
+    std::vector<Header> headers;
+    std::string body;            // the first body_cap bytes of the body (after chunked decoding)
+    std::size_t body_bytes = 0;  // every body byte, kept or not
+
+    // The value of the first header with this name (case-insensitive), or nullptr.
+    const std::string* header(std::string_view name) const;
+};
+
+// "GET /target HTTP/1.1\r\nHost: ...\r\nConnection: close\r\n...\r\n\r\n"
+std::string build_get_request(const Url& url);
+
+class ResponseParser {
+public:
+    enum class Status { need_more, complete, error };
+
+    static constexpr std::size_t max_header_bytes = 64 * 1024;
+    static constexpr std::size_t default_body_cap = 16 * 1024 * 1024;
+
+    explicit ResponseParser(std::size_t body_cap = default_body_cap);
+
+    // Feeds the next bytes of the connection. Returns complete as soon as the framing says the
+    // response has ended (bytes after that are ignored: a server that keeps the connection open
+    // after Content-Length bytes has still answered), error for malformed input (a protocol error;
+    // error() says what), need_more otherwise. Once complete or error, further calls change nothing.
+    Status feed(std::string_view bytes);
+
+    // The peer closed the connection (recv returned 0). Completes a body delimited by the close;
+    // anything else unfinished is an error ("connection closed after 10 of 100 body bytes").
+    Status finish();
+
+    Status status() const { return status_; }
+    const std::string& error() const { return error_; }
+    // True once a whole status line and header block (of a final, non-1xx response) has been read.
+    bool headers_done() const;
+    // The response; complete only when status() == complete.
+    const Response& response() const { return response_; }
+    Response take_response() { return std::move(response_); }
+
+private:
+    Status fail(std::string message);
+
+    enum class Part { head, body_length, body_until_close, chunk_size, chunk_data, chunk_data_end,
+                      trailer, done };
+    Status status_ = Status::need_more;
+    Part part_ = Part::head;
+    std::string error_;
+    std::string line_buffer_;      // the head (or the current chunk line) collected so far
+    std::size_t head_bytes_ = 0;   // bytes of the current head, bounded by max_header_bytes
+    std::size_t body_cap_;
+    std::uint64_t remaining_ = 0;  // body bytes left (Content-Length) or bytes left in this chunk
+    Response response_;
+};
+
+}  // namespace sixways
