@@ -1,1 +1,482 @@
-// placeholder: being written
+// The program around each stage's fetch_all: the command line, resolving once, progress, Ctrl-C and
+// the report. Every stage's main.cpp is one call to run_stage, so the six binaries behave alike and
+// differ only in the fetcher they run.
+#include "common/cli.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "common/address.hpp"
+#include "common/limits.hpp"
+#include "common/report.hpp"
+
+namespace sixways {
+
+namespace {
+
+// Every request holds a Request and a Result (a few hundred bytes with its headers) until the
+// report, so a million requests already need about a gigabyte. Larger counts are typing mistakes.
+constexpr std::size_t max_count = 1'000'000;
+
+constexpr const char* default_url = "http://127.0.0.1:8080/";  // the lab server's default
+
+// A whole number from `minimum` to max_count, or a UsageError naming `what` and the text.
+std::size_t parse_count(const std::string& text, const std::string& what, std::size_t minimum) {
+    bool digits_only = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return c >= '0' && c <= '9';
+    });
+    if (!digits_only) {
+        throw UsageError(what + " must be a whole number >= " + std::to_string(minimum) +
+                         ", not '" + text + "'");
+    }
+    // Only digits, so from_chars either reads them all or reports that the value does not fit.
+    unsigned long long value = 0;
+    auto result = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (result.ec == std::errc::result_out_of_range || value > max_count) {
+        throw UsageError(what + " must be at most " + std::to_string(max_count) + ", not '" + text +
+                         "'");
+    }
+    if (value < minimum) {
+        throw UsageError(what + " must be a whole number >= " + std::to_string(minimum) +
+                         ", not '" + text + "'");
+    }
+    return static_cast<std::size_t>(value);
+}
+
+Url parse_url_option(const std::string& text) {
+    try {
+        return parse_url(text);
+    } catch (const UrlError& error) {
+        throw UsageError(std::string("--url: ") + error.what());
+    }
+}
+
+Duration parse_timeout_option(const std::string& text) {
+    Duration timeout;
+    try {
+        timeout = parse_duration(text);
+    } catch (const DurationError& error) {
+        throw UsageError(std::string("--timeout: ") + error.what());
+    }
+    if (timeout <= Duration::zero()) {
+        throw UsageError("--timeout must be more than 0, not '" + text + "'");
+    }
+    return timeout;
+}
+
+bool starts_with(const std::string& text, std::string_view prefix) {
+    return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace
+
+CliOptions parse_cli(const std::vector<std::string>& args, const StageInfo& stage) {
+    CliOptions options;
+    options.url = Url{"127.0.0.1", 8080, "/"};  // default_url, already split
+    std::string requests_text;                   // N as given, to name it if given twice
+
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+
+        if (arg == "-h" || arg == "--help") {
+            options.help = true;  // the rest does not matter: help is printed and nothing sent
+            return options;
+        }
+
+        // "--name=value" and "--name value" mean the same.
+        std::string name = arg;
+        std::string value;
+        bool has_inline_value = false;
+        if (starts_with(arg, "--")) {
+            if (std::size_t equals = arg.find('='); equals != std::string::npos) {
+                name = arg.substr(0, equals);
+                value = arg.substr(equals + 1);
+                has_inline_value = true;
+            }
+        }
+
+        if (name == "--url" || name == "--concurrency" || name == "--timeout") {
+            if (!has_inline_value) {
+                // "--url --json" is a forgotten value, not a URL called "--json".
+                if (i + 1 == args.size() || starts_with(args[i + 1], "--")) {
+                    throw UsageError("option " + name + " needs a value");
+                }
+                value = args[++i];
+            }
+            if (name == "--url") {
+                options.url = parse_url_option(value);
+            } else if (name == "--concurrency") {
+                options.concurrency = parse_count(value, "--concurrency", 1);
+            } else {
+                options.timeout = parse_timeout_option(value);
+            }
+            continue;
+        }
+
+        const StageFlag* flag = nullptr;
+        for (const StageFlag& candidate : stage.flags) {
+            if (candidate.name == name) {
+                flag = &candidate;
+            }
+        }
+        if (name == "--json" || flag != nullptr) {
+            if (has_inline_value) {
+                throw UsageError("option " + name + " takes no value");
+            }
+            if (flag != nullptr) {
+                *flag->value = true;
+            } else {
+                options.json = true;
+            }
+            continue;
+        }
+
+        // Anything else that starts with '-' is an option we do not know, except "-3": that is
+        // someone trying a negative N, and deserves the message about N.
+        bool negative_number = arg.size() > 1 && arg[0] == '-' && arg[1] >= '0' && arg[1] <= '9';
+        if (arg.size() > 1 && arg[0] == '-' && !negative_number) {
+            throw UsageError("unknown option '" + arg + "'");
+        }
+        if (!requests_text.empty()) {
+            throw UsageError("N given twice ('" + requests_text + "' and '" + arg + "')");
+        }
+        options.requests = parse_count(arg, "N", 0);
+        requests_text = arg;
+    }
+    return options;
+}
+
+std::string usage_text(const StageInfo& stage) {
+    struct Line {
+        std::string option;
+        std::string help;
+    };
+    std::vector<Line> lines = {
+        {"N", "how many requests to send (default 10; 0 sends none)"},
+        {"--url URL", std::string("what to fetch, http://host[:port]/path (default ") + default_url +
+                          ")"},
+        {"--concurrency C", stage.one_at_a_time
+                                ? "accepted, but this stage always sends one request at a time"
+                                : "at most C requests in flight at once (default: all of them)"},
+        {"--timeout DURATION",
+         "deadline per request, connect to last byte: 2, 2.5s, 250ms (default 10 s)"},
+        {"--json", "print one JSON object on stdout instead of the text report"},
+    };
+    std::string synopsis = stage.name + " [N] [--url URL] [--concurrency C] [--timeout DURATION] "
+                                        "[--json]";
+    for (const StageFlag& flag : stage.flags) {
+        lines.push_back({flag.name, flag.help});
+        synopsis += " [" + flag.name + "]";
+    }
+    lines.push_back({"-h, --help", "print this help and exit"});
+    synopsis += " [--help]";
+
+    std::size_t width = 0;
+    for (const Line& line : lines) {
+        width = std::max(width, line.option.size());
+    }
+    std::string text = "usage: " + synopsis + "\n\n" + stage.summary + "\n\n";
+    for (const Line& line : lines) {
+        text += "  " + line.option + std::string(width - line.option.size() + 2, ' ') + line.help +
+                "\n";
+    }
+    text += "\nOptions that take a value also accept --name=value.\n"
+            "Exit status: 0 every request got a response, 1 some failed, 2 bad usage,\n"
+            "130 interrupted by Ctrl-C (after printing the partial report).\n";
+    return text;
+}
+
+namespace {
+
+// The report on stdout (one line, or one JSON object), then the count of each error on stderr.
+void print_report(const Report& report, bool json) {
+    std::string out = (json ? format_json(report) : format_text(report)) + "\n";
+    std::fputs(out.c_str(), stdout);
+    std::fflush(stdout);
+    std::fputs(format_error_counts(report).c_str(), stderr);
+    std::fflush(stderr);
+}
+
+// What the main thread, the stage's threads (through on_result) and the Ctrl-C watcher share.
+// Every member below the mutex is guarded by it.
+class RunState {
+public:
+    RunState(const StageInfo& stage, const CliOptions& cli)
+        : stage_(stage), cli_(cli), reported_(cli.requests, false),
+          show_progress_(isatty(STDERR_FILENO) == 1) {}
+
+    void fetch_started() {
+        std::lock_guard lock(mutex_);
+        fetch_started_ = Clock::now();
+        fetching_ = true;
+    }
+
+    // options.on_result. Stage 02 calls it from many threads at once.
+    void record(std::size_t index, const Result& result) {
+        std::lock_guard lock(mutex_);
+        if (index >= reported_.size() || reported_[index]) {
+            contract_error_ = "on_result was called twice for request " + std::to_string(index) +
+                              " or for a request that does not exist";
+            return;
+        }
+        reported_[index] = true;
+        // Keep only what the report needs: no body (the CLI asks for none) and no headers.
+        Result kept;
+        kept.error = result.error;
+        kept.error_message = result.error_message;
+        kept.timing = result.timing;
+        kept.response.status = result.response.status;
+        kept.response.body_bytes = result.response.body_bytes;
+        finished_.push_back(std::move(kept));
+        failed_ += result.ok() ? 0 : 1;
+        show_progress_line();
+    }
+
+    // The main thread has the results and will print the report: the watcher must not print one.
+    // If the watcher is printing the partial report right now, this waits for the mutex, and the
+    // watcher ends the process before it is released.
+    void mark_done() {
+        std::lock_guard lock(mutex_);
+        done_ = true;
+    }
+
+    // on_result must have been called exactly once per request; returns what went wrong, if anything.
+    std::string contract_error() {
+        std::lock_guard lock(mutex_);
+        if (contract_error_.empty() && finished_.size() != reported_.size()) {
+            return "on_result was called for " + std::to_string(finished_.size()) + " of " +
+                   std::to_string(reported_.size()) + " requests";
+        }
+        return contract_error_;
+    }
+
+    void erase_progress_line() {
+        std::lock_guard lock(mutex_);
+        erase_progress_line_locked();
+    }
+
+    // Called by the watcher on Ctrl-C. Prints the partial report and ends the process, unless the
+    // main thread has already taken over (then the signal was the main thread waking the watcher).
+    void interrupted(int signal_number) {
+        std::lock_guard lock(mutex_);  // held until _exit: no result or progress line gets in between
+        if (done_) {
+            return;
+        }
+        erase_progress_line_locked();
+        Report report = summarise(stage_.name, cli_.url.to_string(), cli_.requests, finished_);
+        report.wall_s =
+            fetching_ ? std::chrono::duration<double>(Clock::now() - fetch_started_).count() : 0.0;
+        add_process_usage(report);
+        print_report(report, cli_.json);
+        // _exit, not exit: the stage's threads are still running, and exit() would destroy the
+        // objects they are using. 128 + signal number is the shell's convention (130 for SIGINT).
+        _exit(128 + signal_number);
+    }
+
+private:
+    // One line on stderr, rewritten in place with '\r', at most ten times a second. Only on a
+    // terminal: in a pipe or a file it would be noise. It is shown with --json too, since the JSON
+    // goes to stdout and a person watching the terminal still wants to see it move.
+    void show_progress_line() {
+        if (!show_progress_) {
+            return;
+        }
+        Clock::time_point now = Clock::now();
+        if (now - last_progress_ < std::chrono::milliseconds(100)) {
+            return;
+        }
+        last_progress_ = now;
+        std::string line = stage_.name + ": " + std::to_string(finished_.size()) + "/" +
+                           std::to_string(cli_.requests) + " done, " + std::to_string(failed_) +
+                           " failed";
+        // Pad with spaces so a shorter line covers the previous one completely.
+        std::size_t width = std::max(line.size(), progress_width_);
+        line.resize(width, ' ');
+        progress_width_ = width;
+        std::fputs(("\r" + line).c_str(), stderr);
+        std::fflush(stderr);
+    }
+
+    void erase_progress_line_locked() {
+        if (progress_width_ > 0) {
+            std::fputs(("\r" + std::string(progress_width_, ' ') + "\r").c_str(), stderr);
+            std::fflush(stderr);
+            progress_width_ = 0;
+        }
+    }
+
+    const StageInfo& stage_;
+    const CliOptions& cli_;
+
+    std::mutex mutex_;
+    std::vector<bool> reported_;   // on_result has been called for request i
+    std::vector<Result> finished_;  // trimmed copies, in the order they finished
+    std::size_t failed_ = 0;
+    std::string contract_error_;
+    Clock::time_point fetch_started_;
+    bool fetching_ = false;
+    bool done_ = false;
+    bool show_progress_;
+    Clock::time_point last_progress_;
+    std::size_t progress_width_ = 0;
+};
+
+// Ctrl-C without a signal handler.
+//
+// A signal handler may run in the middle of anything (inside malloc, or while a thread holds the
+// results' mutex) and may only call async-signal-safe functions: it could not build a report. So
+// instead SIGINT and SIGTERM are blocked, and one thread waits for them with sigwait(), after which
+// it is an ordinary thread that may lock the mutex and print.
+//
+// A blocked signal stays blocked in every thread created afterwards (threads inherit the mask), so
+// the constructor must run before the stage starts any thread: then the watcher is the only thread
+// that ever receives SIGINT, and no stage needs to know about it.
+//
+// Stopping the watcher when fetch_all returns: stop() first sets done (under the mutex), then sends
+// SIGINT to the watcher thread alone with pthread_kill. sigwait() returns, the watcher sees done
+// and returns quietly. A real Ctrl-C that lands after done was set is taken the same way: the run
+// is complete anyway and the full report follows.
+class InterruptWatcher {
+public:
+    explicit InterruptWatcher(RunState& run) : run_(run) {
+        sigemptyset(&signals_);
+        sigaddset(&signals_, SIGINT);
+        sigaddset(&signals_, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &signals_, &previous_mask_);
+        try {
+            thread_ = std::thread([this] { watch(); });
+        } catch (...) {
+            pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
+            throw;
+        }
+    }
+
+    InterruptWatcher(const InterruptWatcher&) = delete;
+    InterruptWatcher& operator=(const InterruptWatcher&) = delete;
+
+    ~InterruptWatcher() {
+        stop();
+        // A Ctrl-C still pending now is delivered as usual and ends the process.
+        pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
+    }
+
+    void stop() {
+        if (!thread_.joinable()) {
+            return;
+        }
+        run_.mark_done();
+        pthread_kill(thread_.native_handle(), SIGINT);
+        thread_.join();
+    }
+
+private:
+    void watch() {
+        int signal_number = 0;
+        if (sigwait(&signals_, &signal_number) == 0) {
+            run_.interrupted(signal_number);  // returns only if the main thread is done
+        }
+    }
+
+    RunState& run_;
+    sigset_t signals_;
+    sigset_t previous_mask_;
+    std::thread thread_;
+};
+
+void print_internal_error(const StageInfo& stage, const std::string& message) {
+    std::fprintf(stderr, "%s: internal error: %s\n", stage.name.c_str(), message.c_str());
+}
+
+}  // namespace
+
+int run_stage(int argc, char** argv, const StageInfo& stage) {
+    CliOptions cli;
+    try {
+        cli = parse_cli(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), stage);
+    } catch (const UsageError& error) {
+        std::fprintf(stderr, "%s: %s\ntry '%s --help'\n", stage.name.c_str(), error.what(),
+                     stage.name.c_str());
+        return 2;
+    }
+    if (cli.help) {
+        std::fputs(usage_text(stage).c_str(), stdout);
+        std::fflush(stdout);
+        return 0;
+    }
+
+    RunState run(stage, cli);
+    InterruptWatcher watcher(run);  // first: before anything can start a thread
+    raise_open_file_limit();
+
+    // Resolve once, before any fetching: getaddrinfo blocks (see common/address.cpp).
+    std::vector<Address> addresses;
+    std::string resolve_error;
+    try {
+        addresses = resolve(cli.url);
+    } catch (const ResolveError& error) {
+        resolve_error = error.what();
+    }
+
+    std::vector<Result> results;
+    double wall_s = 0;
+    if (!resolve_error.empty()) {
+        // Nothing to connect to: every request fails the same way, and none is sent.
+        Result failed;
+        failed.error = ErrorKind::resolve;
+        failed.error_message = resolve_error;
+        results.assign(cli.requests, failed);
+    } else {
+        std::vector<Request> requests(cli.requests, Request{cli.url, addresses});
+        Options options;
+        options.concurrency = stage.one_at_a_time ? 1 : cli.concurrency;
+        options.timeout = cli.timeout;
+        options.body_cap = 0;  // the report counts body bytes; keeping them would cost memory
+        options.on_result = [&run](std::size_t index, const Result& result) {
+            run.record(index, result);
+        };
+        run.fetch_started();
+        Clock::time_point started = Clock::now();
+        try {
+            results = stage.fetch_all(requests, options);
+        } catch (const std::exception& error) {
+            watcher.stop();
+            run.erase_progress_line();
+            print_internal_error(stage, std::string("fetch_all threw: ") + error.what());
+            return 1;
+        }
+        wall_s = std::chrono::duration<double>(Clock::now() - started).count();
+    }
+    watcher.stop();
+    run.erase_progress_line();
+
+    if (results.size() != cli.requests) {
+        print_internal_error(stage, "fetch_all returned " + std::to_string(results.size()) +
+                                        " results for " + std::to_string(cli.requests) +
+                                        " requests");
+        return 1;
+    }
+    if (resolve_error.empty()) {
+        if (std::string problem = run.contract_error(); !problem.empty()) {
+            print_internal_error(stage, problem);
+            return 1;
+        }
+    }
+
+    Report report = summarise(stage.name, cli.url.to_string(), cli.requests, results);
+    report.wall_s = wall_s;
+    add_process_usage(report);
+    print_report(report, cli.json);
+    return report.failed == 0 ? 0 : 1;
+}
+
+}  // namespace sixways
