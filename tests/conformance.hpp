@@ -1,0 +1,45 @@
+// The conformance suite: the same cases, run against every stage's fetch_all and binary.
+//
+// Six stages wait for the network in six different ways; from the outside they must be
+// indistinguishable. Every case here starts the lab server in-process on a free loopback port, asks
+// the stage under test to fetch from it, and checks what a user of the library call (or of the
+// command line) is promised in DESIGN.md: one result per request, in request order, each with its
+// own body; a clear error of the right kind for every fault the lab server can play; a deadline per
+// request; no connection for bad usage.
+//
+// A stage joins with one line in its own test file:
+//
+//     INSTANTIATE_TEST_SUITE_P(Blocking, Conformance,
+//         testing::Values(StageUnderTest{"01_blocking", &sixways::blocking::fetch_all, STAGE_BINARY}));
+//
+// The tests are then named "Blocking/Conformance.ReturnsEachPathsOwnBody/0"; pass `StageName()` as
+// a fourth argument to end the names in "/01_blocking" instead.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+
+#include "common/fetch.hpp"
+
+struct StageUnderTest {
+    std::string name;           // "01_blocking": also the "stage" the binary's JSON report names
+    sixways::FetchAll fetch_all;
+    std::string binary;         // path of the stage's executable, for the command-line cases;
+                                // empty skips them
+};
+
+// What GoogleTest prints for a parameter ("GetParam() = 01_blocking").
+inline void PrintTo(const StageUnderTest& stage, std::ostream* out) { *out << stage.name; }
+
+// Ends each test's name in the stage's name: "Blocking/Conformance.ReturnsEachPathsOwnBody/01_blocking".
+struct StageName {
+    std::string operator()(const testing::TestParamInfo<StageUnderTest>& info) const {
+        return info.param.name;
+    }
+};
+
+// The cases are in tests/conformance.cpp. Each calls the stage's fetch_all under a watchdog: a
+// fetcher that never returns would otherwise hang the whole test binary.
+class Conformance : public testing::TestWithParam<StageUnderTest> {};

@@ -1,0 +1,166 @@
+#include "tests/json_reader.hpp"
+
+#include <cctype>
+#include <cstdlib>
+
+namespace sixways::conformance {
+
+const Json* Json::find(std::string_view key) const {
+    if (type != Type::object) return nullptr;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (keys[i] == key) return &items[i];
+    }
+    return nullptr;
+}
+
+namespace {
+
+// A recursive-descent reader: one function per rule of the grammar.
+class Reader {
+public:
+    explicit Reader(std::string_view text) : text_(text) {}
+
+    Json document() {
+        Json value = this->value();
+        skip_whitespace();
+        if (at_ < text_.size()) fail("unexpected text after the value");
+        return value;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what) const {
+        throw JsonError("at offset " + std::to_string(at_) + ": " + what);
+    }
+
+    void skip_whitespace() {
+        while (at_ < text_.size() &&
+               (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\n' || text_[at_] == '\r')) {
+            ++at_;
+        }
+    }
+
+    char peek() const { return at_ < text_.size() ? text_[at_] : '\0'; }
+
+    void expect(char c) {
+        skip_whitespace();
+        if (peek() != c) fail(std::string("expected '") + c + "'");
+        ++at_;
+    }
+
+    void literal(std::string_view word) {
+        if (text_.substr(at_, word.size()) != word) fail("expected " + std::string(word));
+        at_ += word.size();
+    }
+
+    Json value() {
+        skip_whitespace();
+        Json json;
+        switch (peek()) {
+        case '{': object(json); break;
+        case '[': array(json); break;
+        case '"': json.type = Json::Type::string; json.string = string(); break;
+        case 't': literal("true"); json.type = Json::Type::boolean; json.boolean = true; break;
+        case 'f': literal("false"); json.type = Json::Type::boolean; break;
+        case 'n': literal("null"); break;
+        default: json.type = Json::Type::number; json.number = number(); break;
+        }
+        return json;
+    }
+
+    void object(Json& json) {
+        json.type = Json::Type::object;
+        expect('{');
+        skip_whitespace();
+        if (peek() == '}') { ++at_; return; }
+        for (;;) {
+            skip_whitespace();
+            if (peek() != '"') fail("expected a key");
+            json.keys.push_back(string());
+            expect(':');
+            json.items.push_back(value());
+            skip_whitespace();
+            if (peek() == '}') { ++at_; return; }
+            expect(',');
+        }
+    }
+
+    void array(Json& json) {
+        json.type = Json::Type::array;
+        expect('[');
+        skip_whitespace();
+        if (peek() == ']') { ++at_; return; }
+        for (;;) {
+            json.items.push_back(value());
+            skip_whitespace();
+            if (peek() == ']') { ++at_; return; }
+            expect(',');
+        }
+    }
+
+    // Escapes are checked, not decoded beyond what a report needs: \uXXXX keeps its text.
+    std::string string() {
+        ++at_;  // the opening quote
+        std::string out;
+        for (;;) {
+            if (at_ >= text_.size()) fail("unterminated string");
+            const char c = text_[at_++];
+            if (c == '"') return out;
+            if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
+            if (c != '\\') { out += c; continue; }
+            if (at_ >= text_.size()) fail("unterminated escape");
+            const char e = text_[at_++];
+            switch (e) {
+            case '"': case '\\': case '/': out += e; break;
+            case 'b': out += '\b'; break;
+            case 'f': out += '\f'; break;
+            case 'n': out += '\n'; break;
+            case 'r': out += '\r'; break;
+            case 't': out += '\t'; break;
+            case 'u':
+                for (int i = 0; i < 4; ++i) {
+                    if (at_ + static_cast<std::size_t>(i) >= text_.size() ||
+                        !std::isxdigit(static_cast<unsigned char>(text_[at_ + static_cast<std::size_t>(i)]))) {
+                        fail("bad \\u escape");
+                    }
+                }
+                out += "\\u";
+                out += text_.substr(at_, 4);
+                at_ += 4;
+                break;
+            default: fail("bad escape");
+            }
+        }
+    }
+
+    // -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+    double number() {
+        const std::size_t begin = at_;
+        auto digits = [&] {
+            const std::size_t first = at_;
+            while (std::isdigit(static_cast<unsigned char>(peek()))) ++at_;
+            if (at_ == first) fail("expected a digit");
+        };
+        if (peek() == '-') ++at_;
+        if (peek() == '0') {
+            ++at_;
+        } else {
+            digits();
+        }
+        if (peek() == '.') { ++at_; digits(); }
+        if (peek() == 'e' || peek() == 'E') {
+            ++at_;
+            if (peek() == '+' || peek() == '-') ++at_;
+            digits();
+        }
+        return std::strtod(std::string(text_.substr(begin, at_ - begin)).c_str(), nullptr);
+    }
+
+    std::string_view text_;
+    std::size_t at_ = 0;
+};
+
+}  // namespace
+
+Json parse_json(std::string_view text) { return Reader(text).document(); }
+
+}  // namespace sixways::conformance

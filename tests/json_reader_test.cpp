@@ -1,0 +1,35 @@
+// The suite's JSON reader decides whether a stage's --json output is "exactly one JSON object":
+// it must accept every valid report and reject anything more or less.
+#include <gtest/gtest.h>
+
+#include "tests/json_reader.hpp"
+
+using sixways::conformance::Json;
+using sixways::conformance::JsonError;
+using sixways::conformance::parse_json;
+
+TEST(JsonReader, ReadsAReportShapedObject) {
+    const Json json = parse_json(
+        " {\"stage\": \"01_blocking\", \"ok\": 20, \"wall_s\": 1.5e-3, \"latency_ms\": {\"p50\": -0.25},"
+        " \"errors\": {}, \"list\": [true, false, null, \"a\\\"b\\n\"]}\n");
+    ASSERT_EQ(json.type, Json::Type::object);
+    EXPECT_EQ(json.keys.size(), 6u);
+    EXPECT_EQ(json.find("stage")->string, "01_blocking");
+    EXPECT_EQ(json.find("ok")->number, 20);
+    EXPECT_DOUBLE_EQ(json.find("wall_s")->number, 0.0015);
+    EXPECT_DOUBLE_EQ(json.find("latency_ms")->find("p50")->number, -0.25);
+    EXPECT_TRUE(json.find("errors")->keys.empty());
+    const Json* list = json.find("list");
+    ASSERT_EQ(list->items.size(), 4u);
+    EXPECT_TRUE(list->items[0].boolean);
+    EXPECT_EQ(list->items[2].type, Json::Type::null);
+    EXPECT_EQ(list->items[3].string, "a\"b\n");
+    EXPECT_EQ(json.find("missing"), nullptr);
+}
+
+TEST(JsonReader, RejectsAnythingButExactlyOneValue) {
+    for (const char* text : {"", "   ", "{} {}", "{}x", "{\"a\": 1,}", "{\"a\" 1}", "{'a': 1}", "[1 2]",
+                             "01", "1.", "-", "\"unterminated", "{\"a\": tru}", "\"tab\there\""}) {
+        EXPECT_THROW(parse_json(text), JsonError) << text;
+    }
+}
