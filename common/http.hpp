@@ -63,17 +63,37 @@ public:
     Response take_response() { return std::move(response_); }
 
 private:
+    // Where the next byte goes. The head is read line by line (status_line, then header_line
+    // until the empty line); then one of the three body framings; chunked bodies alternate
+    // chunk_size and chunk_data lines until the last chunk, then the trailer section.
+    enum class Part { status_line, header_line, body_length, body_until_close, chunk_size,
+                      chunk_data, chunk_data_end, trailer, done };
+    enum class Line { incomplete, complete, too_long };
+
+    // A chunk-size line is "1a2b" plus optional extensions; anything longer than this is abuse.
+    static constexpr std::size_t max_chunk_line_bytes = 4096;
+
+    Line collect_line(std::string_view& bytes, std::size_t max_bytes);
+    Status on_status_line(std::string_view line);
+    Status on_header_line(std::string_view line);
+    Status on_end_of_head();
+    Status on_chunk_size_line(std::string_view line);
+    Status on_trailer_line(std::string_view line);
+    void append_body(std::string_view bytes);
+    Status complete();
     Status fail(std::string message);
 
-    enum class Part { head, body_length, body_until_close, chunk_size, chunk_data, chunk_data_end,
-                      trailer, done };
     Status status_ = Status::need_more;
-    Part part_ = Part::head;
+    Part part_ = Part::status_line;
     std::string error_;
-    std::string line_buffer_;      // the head (or the current chunk line) collected so far
-    std::size_t head_bytes_ = 0;   // bytes of the current head, bounded by max_header_bytes
+    std::string line_;                  // the current line so far (head, chunk-size or trailer)
+    std::size_t section_bytes_ = 0;     // bytes of the head (or of the trailer) in finished lines
     std::size_t body_cap_;
-    std::uint64_t remaining_ = 0;  // body bytes left (Content-Length) or bytes left in this chunk
+    std::uint64_t content_length_ = 0;  // the framing's length, for finish()'s message
+    std::uint64_t remaining_ = 0;       // body bytes left (Content-Length) or bytes left in this chunk
+    bool received_any_ = false;         // has any byte arrived at all?
+    bool after_interim_ = false;        // was a 1xx response skipped?
+    bool headers_done_ = false;
     Response response_;
 };
 
