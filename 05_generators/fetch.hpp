@@ -1,0 +1,97 @@
+// Stage 05: the fetch as one generator, and a small epoll loop that runs many of them.
+//
+// Stage 04 split each request into callbacks and kept its state (socket, bytes sent, parser, phase)
+// in an object, because a callback returns and its locals are gone. Here the fetch is written once,
+// top to bottom, like stage 01's blocking code. Where stage 01 blocked, it yields what it waits for
+// (`co_yield Wait{fd, Interest::writable}`) and is suspended; its locals stay in its coroutine frame.
+// The loop waits with epoll for the descriptors of all suspended fetches and resumes whichever is
+// ready, sending back what happened (Event::ready or Event::timed_out).
+#pragma once
+
+#include <unistd.h>
+
+#include <utility>
+#include <vector>
+
+#include "05_generators/generator.hpp"
+#include "common/fetch.hpp"
+
+namespace sixways::generators {
+
+// What a fetch waits for: "resume me when this descriptor is readable / writable".
+enum class Interest { readable, writable };
+struct Wait {
+    int fd;
+    Interest interest;
+};
+
+// What the loop sends back into the co_yield: the descriptor is ready (or has an error or a hang-up
+// to report, which the next system call will show), or the request's deadline passed first.
+enum class Event { ready, timed_out };
+
+// A fetch yields Waits and receives Events. Its contract with the loop: it waits on one descriptor
+// at a time and closes a socket it stops waiting on; after Event::timed_out it finishes (writes its
+// timeout result and returns) rather than waiting again.
+using Fetch = Generator<Wait, Event>;
+
+// The lesson (fetch.cpp): one request, straight-line. Connects to each of request.addresses in
+// turn, sends the GET, receives the response. Writes everything into `result` (the timing as it
+// goes, then the response or the error) and is finished when `result` is final.
+// Both references must outlive the generator: fetch_all's vectors do.
+Fetch fetch_one(const Request& request, const Options& options, Result& result);
+
+// The same fetch split into sub-generators (connect, send, receive), each driven from the outer
+// one by hand (fetch_split.cpp): it works, and shows why generators do not compose.
+Fetch fetch_one_split(const Request& request, const Options& options, Result& result);
+
+// The loop (fetch.cpp): runs one `fetch` generator per request, at most options.concurrency at once,
+// and calls options.on_result as each one finishes. Returns the results in request order.
+using FetchOne = Fetch (*)(const Request&, const Options&, Result&);
+std::vector<Result> run_fetches(const std::vector<Request>& requests, const Options& options, FetchOne fetch);
+
+// The library call of this stage: run_fetches with fetch_one.
+std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options);
+
+// ---- Small pieces that fetch.cpp and fetch_split.cpp share ----
+
+// An open file descriptor that closes itself. As a local of a fetch generator it is closed when the
+// body returns, when it throws, and when the generator is destroyed while suspended (close()), so
+// every descriptor is closed exactly once however the fetch ends.
+class Descriptor {
+public:
+    Descriptor() = default;
+    explicit Descriptor(int fd) : fd_(fd) {}
+    Descriptor(Descriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    Descriptor& operator=(Descriptor&& other) noexcept {
+        if (this != &other) {
+            close();
+            fd_ = std::exchange(other.fd_, -1);
+        }
+        return *this;
+    }
+    Descriptor(const Descriptor&) = delete;
+    Descriptor& operator=(const Descriptor&) = delete;
+    ~Descriptor() { close(); }
+
+    int fd() const { return fd_; }
+    explicit operator bool() const { return fd_ >= 0; }
+    void close() {
+        if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+    }
+
+private:
+    int fd_ = -1;
+};
+
+// Makes `result` final with an error: kind, message, and the time it ended.
+void fail(Result& result, ErrorKind kind, std::string message);
+
+// The outcome of a non-blocking connect, once the socket is writable: 0 or an errno (SO_ERROR).
+int connect_error(int fd);
+
+// One recv() of what is there, fed to the parser. Returns what recv() returned (-1 with errno set).
+// Its buffer is on the stack of whoever resumed the fetch, not in the coroutine frame: it is needed
+// only until the bytes are in the parser, never across a co_yield, and a frame exists per request.
+ssize_t receive_into(int fd, ResponseParser& parser);
+
+}  // namespace sixways::generators

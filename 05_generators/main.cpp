@@ -1,0 +1,18 @@
+// 05_generators [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--split]
+#include "05_generators/fetch.hpp"
+#include "common/cli.hpp"
+
+int main(int argc, char** argv) {
+    using namespace sixways;
+    bool split = false;
+    const StageInfo stage{
+        .name = "05_generators",
+        .summary = "one generator per request, resumed by an epoll loop when its socket is ready",
+        .fetch_all = [&split](const std::vector<Request>& requests, const Options& options) {
+            return generators::run_fetches(requests, options,
+                                           split ? &generators::fetch_one_split : &generators::fetch_one);
+        },
+        .flags = {{"--split", "run the fetch split into sub-generators (fetch_split.cpp)", &split}},
+    };
+    return run_stage(argc, argv, stage);
+}

@@ -1,0 +1,287 @@
+// Stage 05's fetch and loop. The conformance suite checks what every stage promises; the cases
+// here check what is particular to generators: a fetch can be driven by hand (it knows nothing of
+// epoll), closing it closes its socket, it reports the phase it was suspended in when told of a
+// timeout, and the split version behaves exactly like the straight-line one.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "05_generators/fetch.hpp"
+#include "common/address.hpp"
+#include "common/url.hpp"
+#include "lab/labserver.hpp"
+#include "tests/child_process.hpp"
+#include "tests/conformance.hpp"
+#include "tests/json_reader.hpp"
+
+INSTANTIATE_TEST_SUITE_P(Generators, Conformance,
+                         testing::Values(StageUnderTest{"05_generators", &sixways::generators::fetch_all,
+                                                        STAGE_BINARY}),
+                         StageName());
+
+namespace sixways::generators {
+namespace {
+
+using namespace std::chrono_literals;
+
+Request request_for(const std::string& url_text) {
+    const Url url = parse_url(url_text);
+    return Request{url, resolve(url)};
+}
+
+lab::LabServerOptions on_loopback(Duration delay) {
+    lab::LabServerOptions options;
+    options.hosts = {"127.0.0.1"};
+    options.port = 0;
+    options.delay = delay;
+    return options;
+}
+
+// A listening socket of our own on 127.0.0.1 that never answers unless told to: the kernel
+// completes handshakes into its backlog, so a fetch connects, and we see exactly what it sends.
+class SilentServer {
+public:
+    SilentServer() : listener_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        if (!listener_ || ::bind(listener_.fd(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+            ::listen(listener_.fd(), 16) != 0 ||
+            ::getsockname(listener_.fd(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+            throw std::runtime_error("cannot listen on 127.0.0.1");
+        }
+        port_ = ntohs(address.sin_port);
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/silent"; }
+
+    // Accepts the next connection (waiting at most 5 s).
+    Descriptor accept() {
+        pollfd entry{listener_.fd(), POLLIN, 0};
+        if (::poll(&entry, 1, 5000) != 1) throw std::runtime_error("no connection to accept");
+        return Descriptor(::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC));
+    }
+
+private:
+    Descriptor listener_;
+    std::uint16_t port_ = 0;
+};
+
+// Everything the peer sends until it closes. Throws if it has not closed within 5 s.
+std::string read_until_closed(int fd) {
+    std::string bytes;
+    char buffer[4096];
+    for (;;) {
+        pollfd entry{fd, POLLIN, 0};
+        if (::poll(&entry, 1, 5000) != 1) throw std::runtime_error("the peer did not close its socket");
+        const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n <= 0) return bytes;
+        bytes.append(buffer, static_cast<std::size_t>(n));
+    }
+}
+
+// Drives a fetch by hand with poll(), the way the loop does with epoll: `waits` times, waits for
+// what it yielded and resumes it with Event::ready (fewer if it finishes). A test failure if a wait
+// is not ready within 5 s.
+void drive(Fetch& fetch, int waits) {
+    for (int i = 0; i < waits && !fetch.done(); ++i) {
+        const Wait wait = fetch.current();
+        pollfd entry{wait.fd, static_cast<short>(wait.interest == Interest::readable ? POLLIN : POLLOUT), 0};
+        ASSERT_EQ(::poll(&entry, 1, 5000), 1) << "wait " << i << " was never ready";
+        fetch.send(Event::ready);
+    }
+}
+
+// ---- Cases run against both fetches: the straight-line one and the split one ----
+
+struct FetchUnderTest {
+    const char* name;
+    FetchOne fetch;
+};
+
+class FetchGenerator : public testing::TestWithParam<FetchUnderTest> {
+protected:
+    Fetch start(const Request& request) { return GetParam().fetch(request, options_, result_); }
+    Options options_;
+    Result result_;
+};
+
+INSTANTIATE_TEST_SUITE_P(BothVersions, FetchGenerator,
+                         testing::Values(FetchUnderTest{"straight", &fetch_one},
+                                         FetchUnderTest{"split", &fetch_one_split}),
+                         [](const testing::TestParamInfo<FetchUnderTest>& info) { return info.param.name; });
+
+TEST_P(FetchGenerator, DoesNothingUntilFirstResumed) {
+    const Request request = request_for("http://127.0.0.1:1/");
+    Fetch fetch = start(request);
+    EXPECT_FALSE(fetch.done());
+    EXPECT_EQ(result_.timing.start, Clock::time_point{});
+}
+
+TEST_P(FetchGenerator, FirstWaitsForItsSocketToBecomeWritable) {
+    SilentServer server;
+    const Request request = request_for(server.url());
+    Fetch fetch = start(request);
+    ASSERT_TRUE(fetch.next());
+    EXPECT_EQ(fetch.current().interest, Interest::writable);
+    EXPECT_GE(fetch.current().fd, 0);
+    EXPECT_NE(result_.timing.start, Clock::time_point{});
+}
+
+TEST_P(FetchGenerator, CanBeDrivenByHandWithPoll) {
+    lab::LabServer server(on_loopback(0ms));
+    server.start();
+    const Request request = request_for(server.url("/driven/by/hand"));
+    Fetch fetch = start(request);
+    fetch.next();
+    drive(fetch, 100);
+    ASSERT_TRUE(fetch.done());
+    ASSERT_TRUE(result_.ok()) << result_.error_message;
+    EXPECT_EQ(result_.response.status, 200);
+    EXPECT_NE(result_.response.body.find("/driven/by/hand"), std::string::npos) << result_.response.body;
+}
+
+TEST_P(FetchGenerator, ClosingItWhileSuspendedClosesItsSocket) {
+    SilentServer server;
+    const Request request = request_for(server.url());
+    Fetch fetch = start(request);
+    fetch.next();
+    drive(fetch, 1);  // connected and sent; now waiting for the answer
+    ASSERT_FALSE(fetch.done());
+    ASSERT_EQ(fetch.current().interest, Interest::readable);
+    fetch.close();
+    const Descriptor peer = server.accept();
+    const std::string received = read_until_closed(peer.fd());  // returns at the end of file
+    EXPECT_EQ(received.rfind("GET /silent HTTP/1.1\r\n", 0), 0u) << received;
+}
+
+TEST_P(FetchGenerator, ReportsATimeoutWhileConnectingAsConnecting) {
+    SilentServer server;
+    const Request request = request_for(server.url());
+    options_.timeout = 250ms;
+    Fetch fetch = start(request);
+    fetch.next();
+    EXPECT_FALSE(fetch.send(Event::timed_out));
+    EXPECT_TRUE(fetch.done());
+    EXPECT_EQ(result_.error, ErrorKind::timeout);
+    EXPECT_EQ(result_.error_message, "timeout after 250 ms while connecting");
+}
+
+TEST_P(FetchGenerator, ReportsATimeoutBeforeTheFirstByteAsWaiting) {
+    SilentServer server;
+    const Request request = request_for(server.url());
+    options_.timeout = 250ms;
+    Fetch fetch = start(request);
+    fetch.next();
+    drive(fetch, 1);
+    ASSERT_EQ(fetch.current().interest, Interest::readable);
+    EXPECT_FALSE(fetch.send(Event::timed_out));
+    EXPECT_EQ(result_.error, ErrorKind::timeout);
+    EXPECT_EQ(result_.error_message, "timeout after 250 ms while waiting");
+}
+
+TEST_P(FetchGenerator, ReportsATimeoutAfterTheFirstByteAsReceiving) {
+    SilentServer server;
+    const Request request = request_for(server.url());
+    options_.timeout = 250ms;
+    Fetch fetch = start(request);
+    fetch.next();
+    drive(fetch, 1);
+    const Descriptor peer = server.accept();
+    const std::string head = "HTTP/1.1 200 OK\r\n";
+    ASSERT_EQ(::send(peer.fd(), head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+    drive(fetch, 1);  // reads the status line, waits for more
+    ASSERT_FALSE(fetch.done());
+    EXPECT_FALSE(fetch.send(Event::timed_out));
+    EXPECT_EQ(result_.error, ErrorKind::timeout);
+    EXPECT_EQ(result_.error_message, "timeout after 250 ms while receiving");
+}
+
+// ---- The loop ----
+
+TEST(FetchLoop, TriesTheNextAddressWhenTheFirstIsRefused) {
+    // With one request at a time, each new socket gets the number of the one just closed: the
+    // loop must register it afresh rather than re-arm a registration the kernel already dropped.
+    lab::LabServer server(on_loopback(0ms));
+    server.start();
+    const std::string refused_url = SilentServer().url();  // closed again: connections are refused
+    std::vector<Request> requests;
+    for (int i = 0; i < 5; ++i) {
+        Request request = request_for(server.url("/second/address/" + std::to_string(i)));
+        request.addresses.insert(request.addresses.begin(), request_for(refused_url).addresses.front());
+        requests.push_back(request);
+    }
+    Options options;
+    options.concurrency = 1;
+    options.timeout = 5s;
+    const std::vector<Result> results = fetch_all(requests, options);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        ASSERT_TRUE(results[i].ok()) << i << ": " << results[i].error_message;
+        EXPECT_NE(results[i].response.body.find("/second/address/" + std::to_string(i)), std::string::npos);
+    }
+}
+
+TEST(FetchLoop, TheStraightAndTheSplitFetchGiveTheSameResults) {
+    lab::LabServer server(on_loopback(0ms));
+    server.start();
+    const std::vector<std::string> paths = {
+        "/", "/bytes/300000", "/chunked/70000", "/status/404", "/redirect/1", "/fault/close",
+        "/fault/reset", "/fault/partial-headers", "/fault/bad-status", "/fault/short-body",
+        "/fault/big-headers", "/fault/bad-chunk", "/fault/keep-open", "/fault/no-body", "/fault/hang",
+    };
+    std::vector<Request> requests;
+    for (const std::string& path : paths) requests.push_back(request_for(server.url(path)));
+    Options options;
+    options.timeout = 500ms;
+    const std::vector<Result> straight = run_fetches(requests, options, &fetch_one);
+    const std::vector<Result> split = run_fetches(requests, options, &fetch_one_split);
+    ASSERT_EQ(straight.size(), paths.size());
+    ASSERT_EQ(split.size(), paths.size());
+    int errors = 0;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        SCOPED_TRACE(paths[i]);
+        EXPECT_EQ(straight[i].error, split[i].error);
+        EXPECT_EQ(straight[i].error_message, split[i].error_message);
+        EXPECT_EQ(straight[i].response.status, split[i].response.status);
+        EXPECT_EQ(straight[i].response.body, split[i].response.body);
+        EXPECT_EQ(straight[i].response.body_bytes, split[i].response.body_bytes);
+        errors += straight[i].ok() ? 0 : 1;
+    }
+    EXPECT_GE(errors, 8);  // the faults failed (the comparison is not between two empty results)
+    EXPECT_EQ(straight[1].response.body_bytes, 300000u);
+}
+
+// Descriptors run out: the requests that get none fail with `limit`, the others still complete.
+// Run as a separate process under a low descriptor limit (ulimit sets the hard limit too, so the
+// stage cannot raise it back), with its JSON report read back.
+TEST(FetchLoop, RunningOutOfDescriptorsGivesLimitErrorsAndTheRunCarriesOn) {
+    lab::LabServer server(on_loopback(100ms));
+    server.start();
+    const conformance::ChildOutput output = conformance::run_program(
+        "/bin/sh", {"-c", "ulimit -n 32 && exec \"$0\" \"$@\"", STAGE_BINARY, "100", "--url", server.url("/"), "--json"},
+        20s);
+    ASSERT_FALSE(output.killed);
+    EXPECT_EQ(output.exit_status, 1) << output.err;
+    const conformance::Json report = conformance::parse_json(output.out);
+    const conformance::Json* ok = report.find("ok");
+    const conformance::Json* errors = report.find("errors");
+    ASSERT_TRUE(ok && errors) << output.out;
+    const conformance::Json* limit = errors->find("limit");
+    ASSERT_TRUE(limit) << output.out;
+    EXPECT_GT(ok->number, 0) << output.out;
+    EXPECT_GT(limit->number, 0) << output.out;
+    EXPECT_EQ(ok->number + limit->number, 100) << output.out;
+}
+
+}  // namespace
+}  // namespace sixways::generators
