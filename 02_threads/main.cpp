@@ -1,0 +1,15 @@
+// 02_threads [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json]: a thread per request.
+#include "02_threads/fetch.hpp"
+#include "common/cli.hpp"
+
+int main(int argc, char** argv) {
+    const sixways::StageInfo stage{
+        .name = "02_threads",
+        .summary = "a thread per request (a pool of C threads with --concurrency C), "
+                   "each with blocking sockets",
+        .fetch_all = &sixways::threads::fetch_all,
+        .one_at_a_time = false,
+        .flags = {},
+    };
+    return sixways::run_stage(argc, argv, stage);
+}
