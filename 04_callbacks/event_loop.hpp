@@ -1,0 +1,147 @@
+// The reactor of stage 04: an epoll loop that calls a callback when a descriptor is ready or a timer
+// is due. The names are asyncio's (add_reader, call_later, call_soon, run), because the idea is the
+// same; stage 06 grows this loop into a small asyncio.
+//
+//   EventLoop loop;
+//   loop.add_writer(fd, [&] { ... });              // call me when fd can be written
+//   loop.add_reader(fd, [&] { ... });              // call me when fd can be read (or has hung up)
+//   loop.remove_writer(fd);                        // stop calling; do this before close(fd)
+//   TimerHandle t = loop.call_later(10s, [&] { ... });
+//   t.cancel();                                    // it will never run, even if already due
+//   loop.call_soon([&] { ... });                   // on the next turn of the loop
+//   loop.run();                                    // until nothing is left to wait for
+//
+// One thread only: nothing here is safe to call from another thread.
+#pragma once
+
+#include <sys/epoll.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/duration.hpp"
+
+namespace sixways::callbacks {
+
+using Callback = std::function<void()>;
+
+class EventLoop;
+
+// A callback the loop has promised to call, once or (for a reader or writer) every time its
+// descriptor is ready, until it is cancelled. The loop's tables and its ready queue share a Handle,
+// so a Handle outlives its removal while an event for it is still queued; `cancelled` is how that
+// queued event learns it must not run. (asyncio: events.Handle.)
+struct Handle {
+    explicit Handle(Callback callback) : callback(std::move(callback)) {}
+    Callback callback;
+    bool cancelled = false;
+};
+
+// A Handle with a deadline, kept in the loop's timer heap. (asyncio: events.TimerHandle.)
+struct Timer : Handle {
+    Timer(Clock::time_point when, std::uint64_t sequence, Callback callback, EventLoop& loop)
+        : Handle(std::move(callback)), when(when), sequence(sequence), loop(&loop) {}
+    Clock::time_point when;
+    std::uint64_t sequence;  // order of call_at calls: breaks ties between equal deadlines
+    EventLoop* loop;
+    bool in_heap = true;     // false once it has moved to the ready queue
+};
+
+// What call_later returns: the way to cancel the timer. Copyable; every copy names the same timer.
+// A default-constructed handle names no timer, and cancel() on it does nothing.
+class TimerHandle {
+public:
+    TimerHandle() = default;
+
+    // After cancel() the callback never runs, even if the timer is already due and queued in this
+    // very turn of the loop. Cancelling twice, or after the callback ran, does nothing.
+    // The loop must still exist.
+    void cancel();
+    bool cancelled() const { return timer_ && timer_->cancelled; }
+
+private:
+    friend class EventLoop;
+    explicit TimerHandle(std::shared_ptr<Timer> timer) : timer_(std::move(timer)) {}
+    std::shared_ptr<Timer> timer_;
+};
+
+class EventLoop {
+public:
+    EventLoop();  // throws std::system_error if epoll_create1 fails
+    ~EventLoop();
+    EventLoop(const EventLoop&) = delete;
+    EventLoop& operator=(const EventLoop&) = delete;
+
+    // Calls `callback` on every turn in which fd is readable, or has an error or a hang-up (so
+    // the callback's own recv() learns what happened), until remove_reader(fd). A second add_reader
+    // for the same fd replaces the first. Level-triggered: a callback that does not read everything
+    // is simply called again on the next turn. Throws std::system_error if epoll_ctl fails.
+    void add_reader(int fd, Callback callback);
+    // The same for writable. Remove a writer as soon as there is nothing left to write: a socket is
+    // writable almost all the time, and a writer left behind turns the loop into a busy loop.
+    void add_writer(int fd, Callback callback);
+
+    // Returns false if there was nothing to remove. An event for fd that this turn has already
+    // collected is dropped. Call these before close(fd): the loop must forget a descriptor before
+    // the kernel can hand its number to a new socket.
+    bool remove_reader(int fd);
+    bool remove_writer(int fd);
+
+    // Calls `callback` once, on the first turn after time() reaches `when` (never before it).
+    // Timers with equal deadlines run in the order they were scheduled.
+    TimerHandle call_at(Clock::time_point when, Callback callback);
+    TimerHandle call_later(Duration delay, Callback callback);
+
+    // Calls `callback` once, on the next turn of the loop (never inside the current one).
+    void call_soon(Callback callback);
+
+    // Turns the loop until there are no readers, writers, timers (that are not cancelled) or ready
+    // callbacks left. An exception thrown by a callback leaves run() and drops the rest of that turn.
+    void run();
+
+    // The loop's clock: a monotonic clock, so timers do not jump when the wall clock is set.
+    Clock::time_point time() const { return Clock::now(); }
+
+private:
+    friend class TimerHandle;
+
+    // The readers and writers of one descriptor. epoll holds one registration per descriptor whose
+    // interest set is the union of the two; `registered` is what epoll currently has.
+    enum class Direction { read, write };
+    struct Watch {
+        std::shared_ptr<Handle> reader;
+        std::shared_ptr<Handle> writer;
+        std::uint32_t registered = 0;  // 0, EPOLLIN, EPOLLOUT or both
+
+        std::shared_ptr<Handle>& handle(Direction direction) {
+            return direction == Direction::read ? reader : writer;
+        }
+    };
+
+    void run_once();
+    void add_watch(int fd, Direction direction, Callback callback);
+    bool remove_watch(int fd, Direction direction);
+    void update_registration(int fd);
+    void cancel_timer(Timer& timer);
+    bool has_live_timers() const { return timers_.size() > cancelled_in_heap_; }
+    void drop_cancelled_timers();
+    int epoll_timeout_ms();
+
+    int epoll_fd_ = -1;
+    std::vector<Watch> watches_;  // indexed by descriptor number: O(1) lookup, no hashing
+    std::size_t watching_ = 0;    // readers + writers registered
+
+    std::vector<std::shared_ptr<Timer>> timers_;  // a min-heap on (when, sequence)
+    std::size_t cancelled_in_heap_ = 0;           // cancelled timers still in timers_
+    std::uint64_t next_sequence_ = 0;
+
+    std::vector<std::shared_ptr<Handle>> ready_;    // to run on the next turn
+    std::vector<std::shared_ptr<Handle>> running_;  // the ones this turn runs (see run_once)
+    std::array<epoll_event, 1024> events_{};        // one epoll_wait's worth of events
+};
+
+}  // namespace sixways::callbacks
