@@ -1,0 +1,15 @@
+// 04_callbacks [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json]:
+// one thread, an epoll loop, a callback per step of each request.
+#include "04_callbacks/fetch.hpp"
+#include "common/cli.hpp"
+
+int main(int argc, char** argv) {
+    const sixways::StageInfo stage{
+        .name = "04_callbacks",
+        .summary = "one thread, an epoll loop that calls each request's next step when its socket is ready",
+        .fetch_all = &sixways::callbacks::fetch_all,
+        .one_at_a_time = false,
+        .flags = {},
+    };
+    return sixways::run_stage(argc, argv, stage);
+}

@@ -1,0 +1,290 @@
+// Stage 04's fetcher against an in-process lab server (and a few hand-made peers): one result per
+// request from one thread, the concurrency limit, each kind of deadline, running out of
+// descriptors, and no descriptor left open. What every stage must do is checked by the conformance
+// suite, joined at the bottom of this file.
+#include "04_callbacks/fetch.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/address.hpp"
+#include "common/url.hpp"
+#include "lab/labserver.hpp"
+#include "tests/conformance.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using sixways::Clock;
+using sixways::ErrorKind;
+using sixways::Options;
+using sixways::Request;
+using sixways::Result;
+using sixways::callbacks::fetch_all;
+
+Request request_for(const std::string& url) {
+    Request request;
+    request.url = sixways::parse_url(url);
+    request.addresses = sixways::resolve(request.url);
+    return request;
+}
+
+sixways::lab::LabServerOptions on_loopback(sixways::Duration delay) {
+    sixways::lab::LabServerOptions options;
+    options.hosts = {"127.0.0.1"};
+    options.port = 0;
+    options.delay = delay;
+    return options;
+}
+
+Options with_timeout(sixways::Duration timeout) {
+    Options options;
+    options.timeout = timeout;
+    return options;
+}
+
+std::vector<Request> numbered_requests(const sixways::lab::LabServer& server, int count) {
+    std::vector<Request> requests;
+    for (int k = 0; k < count; ++k) {
+        requests.push_back(request_for(server.url("/numbered/" + std::to_string(k))));
+    }
+    return requests;
+}
+
+// The most requests whose [start, done] spans overlap at any instant.
+std::size_t most_in_flight(const std::vector<Result>& results) {
+    std::vector<std::pair<Clock::time_point, int>> events;  // -1 sorts before +1 at equal times
+    for (const Result& result : results) {
+        events.emplace_back(result.timing.start, +1);
+        events.emplace_back(result.timing.done, -1);
+    }
+    std::sort(events.begin(), events.end());
+    std::size_t in_flight = 0, most = 0;
+    for (const auto& [time, change] : events) {
+        in_flight = change > 0 ? in_flight + 1 : in_flight - 1;
+        most = std::max(most, in_flight);
+    }
+    return most;
+}
+
+// A listening socket on 127.0.0.1, on a free port; -1 (and a failure) if that is impossible.
+int listen_on_loopback(int backlog, std::uint16_t& port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        ::listen(fd, backlog) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+        ADD_FAILURE() << "cannot listen on 127.0.0.1";
+    }
+    port = ntohs(address.sin_port);
+    return fd;
+}
+
+// A listener that never accepts, whose queue of finished handshakes is already full: the kernel
+// drops every new SYN, so a connect() to it neither succeeds nor fails until the client gives up.
+class FullBacklog {
+public:
+    FullBacklog() : listener_(listen_on_loopback(0, port_)) {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        address.sin_port = htons(port_);
+        for (int i = 0; i < 8; ++i) {
+            const int filler = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            ::connect(filler, reinterpret_cast<sockaddr*>(&address), sizeof address);
+            fillers_.push_back(filler);
+        }
+    }
+    ~FullBacklog() {
+        for (int filler : fillers_) ::close(filler);
+        ::close(listener_);
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
+
+private:
+    std::uint16_t port_ = 0;
+    int listener_;
+    std::vector<int> fillers_;
+};
+
+// A port on 127.0.0.1 where nothing listens: bound for a moment to find a free one, then released.
+std::string refused_url() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), length), 0);
+    EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    ::close(fd);
+    return "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/";
+}
+
+// Lowers the descriptor limit so that exactly one more descriptor can be opened (the loop's epoll
+// descriptor) and the first socket() after it fails with EMFILE. A new descriptor always takes the
+// lowest free number, which must be below the limit.
+class OneDescriptorLeft {
+public:
+    OneDescriptorLeft() {
+        ::getrlimit(RLIMIT_NOFILE, &saved_);
+        const int lowest_free = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ::close(lowest_free);
+        rlimit lowered = saved_;
+        lowered.rlim_cur = static_cast<rlim_t>(lowest_free + 1);
+        ::setrlimit(RLIMIT_NOFILE, &lowered);
+    }
+    ~OneDescriptorLeft() { restore(); }
+    void restore() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+
+private:
+    rlimit saved_{};
+};
+
+// How many descriptors this process has open.
+std::size_t open_descriptors() {
+    std::size_t count = 0;
+    DIR* directory = ::opendir("/proc/self/fd");
+    if (directory == nullptr) return 0;
+    while (::readdir(directory) != nullptr) ++count;
+    ::closedir(directory);
+    return count;  // includes ".", ".." and the directory itself: the same offset every time
+}
+
+TEST(Callbacks, RunsEveryRequestAtOnceOnTheCallingThread) {
+    sixways::lab::LabServer server(on_loopback(50ms));
+    server.start();
+    const std::vector<Request> requests = numbered_requests(server, 30);
+    const std::thread::id caller = std::this_thread::get_id();
+    std::vector<int> deliveries(requests.size(), 0);
+    Options options = with_timeout(10s);
+    options.on_result = [&](std::size_t index, const Result& result) {
+        EXPECT_EQ(std::this_thread::get_id(), caller);
+        EXPECT_NE(result.timing.done, Clock::time_point{}) << "on_result before the result was final";
+        ++deliveries.at(index);
+    };
+    const std::vector<Result> results = fetch_all(requests, options);
+
+    ASSERT_EQ(results.size(), requests.size());
+    for (std::size_t k = 0; k < results.size(); ++k) {
+        ASSERT_TRUE(results[k].ok()) << k << ": " << results[k].error_message;
+        EXPECT_NE(results[k].response.body.find("/numbered/" + std::to_string(k)), std::string::npos)
+            << results[k].response.body;
+    }
+    EXPECT_EQ(deliveries, std::vector<int>(requests.size(), 1));
+    EXPECT_GT(most_in_flight(results), 1u);
+}
+
+TEST(Callbacks, StartsTheNextRequestWhenOneFinishesButKeepsAtMostCInFlight) {
+    sixways::lab::LabServer server(on_loopback(30ms));
+    server.start();
+    const std::vector<Request> requests = numbered_requests(server, 24);
+    Options options = with_timeout(10s);
+    options.concurrency = 4;
+    const std::vector<Result> results = fetch_all(requests, options);
+
+    ASSERT_EQ(results.size(), requests.size());
+    for (const Result& result : results) EXPECT_TRUE(result.ok()) << result.error_message;
+    EXPECT_LE(most_in_flight(results), 4u);
+    EXPECT_GT(most_in_flight(results), 1u);
+}
+
+TEST(Callbacks, GivesUpAHandshakeThatHangsAtTheDeadline) {
+    FullBacklog server;
+    const std::vector<Result> results = fetch_all({request_for(server.url())}, with_timeout(300ms));
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].error, ErrorKind::timeout);
+    EXPECT_EQ(results[0].error_message, "timeout after 300 ms while connecting");
+    EXPECT_EQ(results[0].timing.connected, Clock::time_point{});
+}
+
+TEST(Callbacks, GivesUpAServerThatNeverAnswersAtTheDeadline) {
+    sixways::lab::LabServer server(on_loopback(0ms));
+    server.start();
+    const std::vector<Result> results =
+        fetch_all({request_for(server.url("/fault/hang"))}, with_timeout(300ms));
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].error, ErrorKind::timeout);
+    EXPECT_EQ(results[0].error_message, "timeout after 300 ms while waiting");
+    EXPECT_NE(results[0].timing.sent, Clock::time_point{});
+}
+
+TEST(Callbacks, FailsARequestThatFindsNoDescriptorWithLimitAndGoesOn) {
+    sixways::lab::LabServer server(on_loopback(0ms));
+    server.start();
+    const std::vector<Request> requests = {request_for(server.url("/first")),
+                                           request_for(server.url("/second")),
+                                           request_for(server.url("/third"))};
+    OneDescriptorLeft one_descriptor_left;  // for the loop's epoll descriptor; then none
+    Options options = with_timeout(5s);
+    // All three start at once; the first fails inside its start(), and then the limit goes back up.
+    options.on_result = [&](std::size_t, const Result&) { one_descriptor_left.restore(); };
+    const std::vector<Result> results = fetch_all(requests, options);
+
+    ASSERT_EQ(results.size(), 3u);
+    EXPECT_EQ(results[0].error, ErrorKind::limit);
+    EXPECT_EQ(results[0].error_message, "socket: Too many open files");
+    EXPECT_TRUE(results[1].ok()) << results[1].error_message;
+    EXPECT_TRUE(results[2].ok()) << results[2].error_message;
+}
+
+// Requests that fail inside start() finish before the loop has even run. Starting the next one
+// from the finished one's callback would recurse once per request and overflow the stack.
+TEST(Callbacks, ALongRunOfImmediateFailuresDoesNotRecurse) {
+    Request no_address;
+    no_address.url = sixways::parse_url("http://127.0.0.1:1/");
+    const std::vector<Request> requests(20'000, no_address);
+    Options options = with_timeout(1s);
+    options.concurrency = 1;
+    std::size_t delivered = 0;
+    options.on_result = [&](std::size_t, const Result&) { ++delivered; };
+    const std::vector<Result> results = fetch_all(requests, options);
+
+    ASSERT_EQ(results.size(), requests.size());
+    EXPECT_EQ(delivered, requests.size());
+    for (const Result& result : results) ASSERT_EQ(result.error, ErrorKind::resolve);
+}
+
+TEST(Callbacks, LeavesNoDescriptorOpen) {
+    const std::size_t before = open_descriptors();
+    {
+        sixways::lab::LabServer server(on_loopback(0ms));
+        server.start();
+        FullBacklog hanging_handshake;
+        const std::vector<Request> requests = {
+            request_for(server.url("/ok")),           request_for(server.url("/fault/reset")),
+            request_for(server.url("/fault/hang")),   request_for(server.url("/fault/bad-status")),
+            request_for(refused_url()),               request_for(hanging_handshake.url()),
+            request_for(server.url("/fault/keep-open")),
+        };
+        const std::vector<Result> results = fetch_all(requests, with_timeout(300ms));
+        ASSERT_EQ(results.size(), requests.size());
+        EXPECT_TRUE(results[0].ok()) << results[0].error_message;
+        EXPECT_EQ(results[2].error, ErrorKind::timeout);
+        EXPECT_EQ(results[4].error, ErrorKind::connect);
+        EXPECT_EQ(results[5].error, ErrorKind::timeout);
+        EXPECT_TRUE(results[6].ok()) << results[6].error_message;
+    }
+    EXPECT_EQ(open_descriptors(), before);
+}
+
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(
+    Callbacks, Conformance,
+    testing::Values(StageUnderTest{"04_callbacks", &sixways::callbacks::fetch_all, STAGE_BINARY}),
+    StageName());
