@@ -15,6 +15,7 @@ constexpr std::int64_t nanoseconds_per_second = 1'000'000'000;
 constexpr std::int64_t nanoseconds_per_millisecond = 1'000'000;
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 }  // namespace
 
@@ -28,9 +29,8 @@ Duration parse_duration(std::string_view text) {
     if (text.front() == '-') throw error("must not be negative");
 
     std::size_t i = 0;
-    const std::size_t whole_start = i;
     while (i < text.size() && is_digit(text[i])) ++i;
-    const std::string_view whole = text.substr(whole_start, i - whole_start);
+    const std::string_view whole = text.substr(0, i);
     if (whole.empty()) throw error("expected a number, e.g. 2, 2.5s or 250ms");
 
     std::string_view fraction;
@@ -50,11 +50,10 @@ Duration parse_duration(std::string_view text) {
     } else if (unit == "ms") {
         nanoseconds_per_unit = nanoseconds_per_millisecond;
         fraction_digits = 6;
-    } else if (is_digit(unit.front()) || unit.front() == '.' || unit.front() == '+' ||
-               unit.front() == '-') {
-        throw error("unexpected \"" + std::string(unit) + "\" after the number");
-    } else {
+    } else if (is_ascii_letter(unit.front())) {
         throw error("unknown unit \"" + std::string(unit) + "\" (use s or ms)");
+    } else {
+        throw error("unexpected \"" + std::string(unit) + "\" after the number");
     }
 
     constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
@@ -77,8 +76,8 @@ Duration parse_duration(std::string_view text) {
 
 // The rule: seconds from 1 s up, milliseconds below; the exact value (to the nanosecond), with as
 // many decimals as it needs and no trailing zeros. So 10 s, 2.5 s, 250 ms, 0.5 ms, 0 ms, and
-// 1.000000001 s for a value just over a second. Writing it without the space gives back the same
-// Duration through parse_duration.
+// 1.000000001 s for a value just over a second; a negative duration gets a minus sign. A
+// non-negative one, written without the space, parses back to the same Duration.
 std::string format_duration(Duration d) {
     const std::int64_t count = d.count();
     // The magnitude as unsigned, so that the most negative value has one too.

@@ -137,6 +137,8 @@ std::vector<Sample> samples() {
         {"BigContentLength", "HTTP/1.1 200 OK\r\nContent-Length: 20000\r\n\r\n" + big},
         {"BigChunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(big, 4093)},
         {"BadStatusLine", "HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n"},
+        // 40 bytes: quoted whole, without "...", however the CR and LF arrive.
+        {"BadStatusLineOfExactlyTheQuoteLength", "XTTP/1.1 200 OK" + std::string(25, '.') + "\r\n\r\n"},
         {"NotHttpAtAll", "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3 and a rather long banner\r\n"},
         {"HeaderWithoutColon", "HTTP/1.1 200 OK\r\nContent-Length 5\r\n\r\nhello"},
         {"ConflictingLengths", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!"},
@@ -388,6 +390,11 @@ TEST(ResponseParser, RejectsAControlCharacterInTheReason) {
 TEST(ResponseParser, QuotesAtMost40BytesOfABadStatusLine) {
     EXPECT_EQ(error_for("HTTP/1.1 200 OK but then a much longer reason with a \x01 in it\r\n\r\n"),
               "bad status line: \"HTTP/1.1 200 OK but then a much longer r\"...");
+}
+
+TEST(ResponseParser, QuotesABadStatusLineOf40BytesWhole) {
+    EXPECT_EQ(error_for(sample("BadStatusLineOfExactlyTheQuoteLength")),
+              "bad status line: \"XTTP/1.1 200 OK" + std::string(25, '.') + "\"");
 }
 
 TEST(ResponseParser, EscapesUnprintableBytesInTheQuote) {
