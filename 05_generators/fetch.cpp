@@ -150,7 +150,7 @@ public:
         while (in_flight_ > 0) {
             const int ready = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), timeout_ms());
             if (ready < 0) {
-                if (errno == EINTR) continue;  // a signal arrived; the deadlines are checked below anyway
+                if (errno == EINTR) continue;  // interrupted by a signal handler: wait again
                 throw std::system_error(errno, std::generic_category(), "epoll_wait");
             }
             // epoll_event.data holds the slot of the fetch that armed the descriptor. That is safe

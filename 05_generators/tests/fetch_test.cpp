@@ -231,6 +231,25 @@ TEST(FetchLoop, TriesTheNextAddressWhenTheFirstIsRefused) {
     }
 }
 
+TEST(FetchLoop, ResumesATimedOutFetchWhichReportsItsPhaseAndClosesItsSocket) {
+    SilentServer server;
+    const std::vector<Request> requests(3, request_for(server.url()));
+    Options options;
+    options.timeout = 200ms;
+    std::vector<int> reported(requests.size(), 0);
+    options.on_result = [&reported](std::size_t index, const Result&) { ++reported.at(index); };
+    const std::vector<Result> results = fetch_all(requests, options);
+    for (const Result& result : results) {
+        EXPECT_EQ(result.error, ErrorKind::timeout);
+        EXPECT_EQ(result.error_message, "timeout after 200 ms while waiting");
+    }
+    EXPECT_EQ(reported, (std::vector<int>{1, 1, 1}));
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        const Descriptor peer = server.accept();
+        EXPECT_EQ(read_until_closed(peer.fd()).rfind("GET /silent HTTP/1.1\r\n", 0), 0u);
+    }
+}
+
 // Runs the same paths with `fetch`, one at a time against a fresh lab server, so that both runs
 // see the same request ids in their bodies.
 std::vector<Result> fetch_paths_with(FetchOne fetch, const std::vector<std::string>& paths) {
