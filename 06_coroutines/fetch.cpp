@@ -1,0 +1,158 @@
+// Stage 06: the fetch as a coroutine. Read exchange() first: it is stage 01's fetch_one with
+// `co_await` where stage 01 blocked, and that is the whole lesson of this stage. Everything it
+// awaits is built, in this folder, from three things: an event loop, a Future, and a Task that
+// steps a coroutine from one Future to the next.
+#include "06_coroutines/fetch.hpp"
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "06_coroutines/gather.hpp"
+#include "06_coroutines/semaphore.hpp"
+#include "06_coroutines/socket.hpp"
+#include "06_coroutines/wait_for.hpp"
+#include "common/http.hpp"
+
+namespace sixways::coroutines {
+
+namespace {
+
+// An error that is not a failed system call: a response the parser rejects, a connection closed
+// too early, a request with no address. SocketError covers the rest.
+class FetchError : public std::runtime_error {
+public:
+    FetchError(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind(kind) {}
+    ErrorKind kind;
+};
+
+// Up to this much per recv(). The bytes go straight into the parser; the buffer is not kept.
+constexpr std::size_t receive_size = 64 * 1024;
+
+// The lesson. One request, straight-line, each wait a co_await: while this coroutine waits, its
+// locals (the socket, the parser, the loop counters) stay in its frame and the loop runs the other
+// requests. It fills in `result` as it goes (the timing of each phase, then the response) and
+// keeps `phase` up to date, so that fetch() can name the phase a deadline interrupted. It throws
+// for every error; fetch() turns exceptions into the Result.
+//
+// `request`, `result` and `phase` are references into fetch()'s frame. That is safe because fetch
+// awaits this task (through wait_for, which returns only once it has finished), so it never
+// outlives that frame: if the frame is destroyed, the only handle to this task goes with it.
+Task<void> exchange(EventLoop& loop, const Request& request, std::size_t body_cap, Result& result,
+                    const char*& phase) {
+    // 1. Connect. A name may resolve to several addresses ("localhost" is ::1 and 127.0.0.1): try
+    //    each in turn until one accepts; the last error is the one reported.
+    if (request.addresses.empty()) throw FetchError(ErrorKind::resolve, "resolve: no address to connect to");
+    phase = "connecting";
+    Socket socket;
+    std::optional<SocketError> last_error;
+    for (const Address& address : request.addresses) {
+        try {
+            Socket attempt = Socket::open(address.family());  // EMFILE: out of descriptors
+            co_await sock_connect(loop, attempt.fd(), address);
+            socket = std::move(attempt);
+            break;
+        } catch (const SocketError& error) {
+            last_error = error;  // e.g. ECONNREFUSED: nobody listens there; try the next address
+        }
+    }
+    if (!socket) throw *last_error;
+    result.timing.connected = Clock::now();
+
+    // 2. Send the request, all of it.
+    phase = "sending";
+    std::string request_bytes = build_get_request(request.url);
+    co_await sock_sendall(loop, socket.fd(), std::move(request_bytes));
+    result.timing.sent = Clock::now();
+
+    // 3. Receive until the parser says the response is complete. A server may keep the connection
+    //    open after answering; waiting for it to close would wait until the deadline.
+    phase = "waiting";
+    ResponseParser parser(body_cap);
+    for (;;) {
+        const std::string data = co_await sock_recv(loop, socket.fd(), receive_size);
+        if (data.empty()) {
+            // The server closed the connection: that ends a response framed by the close, and cuts
+            // short any other ("connection closed after 10 of 100 body bytes").
+            if (parser.finish() == ResponseParser::Status::complete) break;
+            throw FetchError(ErrorKind::receive, parser.error());
+        }
+        if (result.timing.first_byte == Clock::time_point{}) {
+            result.timing.first_byte = Clock::now();
+            phase = "receiving";
+        }
+        const ResponseParser::Status status = parser.feed(data);
+        if (status == ResponseParser::Status::complete) break;
+        if (status == ResponseParser::Status::error) throw FetchError(ErrorKind::protocol, parser.error());
+    }
+    result.response = parser.take_response();
+    // `socket` closes here, and on every way out above, including cancellation.
+}
+
+// A failed system call is a connect, send or receive error by the phase it happened in, unless it
+// means something ran out (EMFILE, EADDRNOTAVAIL, ...): that is `limit`.
+ErrorKind kind_for(int error_number, const char* phase) {
+    const std::string_view name = phase;
+    const ErrorKind otherwise = name == "connecting" ? ErrorKind::connect
+                                : name == "sending"  ? ErrorKind::send
+                                                     : ErrorKind::receive;
+    return kind_for_errno(error_number, otherwise);
+}
+
+void fail(Result& result, ErrorKind kind, std::string message) {
+    result.error = kind;
+    result.error_message = std::move(message);
+}
+
+// One request as fetch_all runs it: wait for a slot if there is a limit, fetch, report. Parameters
+// by value, as for every coroutine that runs later, except `slots`: fetch_all's Semaphore (null
+// when there is no limit), which outlives every task because the loop runs, and is destroyed,
+// inside fetch_all.
+Task<Result> fetch_and_report(EventLoop& loop, Request request, std::size_t index, Options options,
+                              Semaphore* slots) {
+    std::optional<Semaphore::Guard> slot;
+    if (slots != nullptr) slot.emplace(co_await slots->guard());
+    Result result = co_await fetch(loop, std::move(request), options);
+    if (options.on_result) options.on_result(index, result);
+    co_return result;
+    // `slot` releases here: the next waiting request starts.
+}
+
+}  // namespace
+
+Task<Result> fetch(EventLoop& loop, Request request, Options options) {
+    Result result;
+    const char* phase = "connecting";
+    result.timing.start = Clock::now();
+    try {
+        Task<void> exchanging = exchange(loop, request, options.body_cap, result, phase);
+        co_await wait_for(loop, std::move(exchanging), options.timeout);
+    } catch (const TimeoutError&) {
+        fail(result, ErrorKind::timeout, timeout_message(options.timeout, phase));
+    } catch (const FetchError& error) {
+        fail(result, error.kind, error.what());
+    } catch (const SocketError& error) {
+        fail(result, kind_for(error.error_number(), phase), error.what());
+    } catch (const std::system_error& error) {  // epoll_ctl could not watch the socket (ENOMEM, ENOSPC)
+        fail(result, kind_for(error.code().value(), phase), error.what());
+    }
+    result.timing.done = Clock::now();
+    co_return result;
+}
+
+std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options) {
+    EventLoop loop;
+    std::optional<Semaphore> slots;
+    if (options.concurrency > 0 && options.concurrency < requests.size()) slots.emplace(loop, options.concurrency);
+    std::vector<Task<Result>> tasks;
+    tasks.reserve(requests.size());
+    for (std::size_t index = 0; index < requests.size(); ++index) {
+        Task<Result> task = fetch_and_report(loop, requests[index], index, options, slots ? &*slots : nullptr);
+        tasks.push_back(loop.create_task(std::move(task), "request " + std::to_string(index)));
+    }
+    return loop.run_until_complete(gather(loop, std::move(tasks)));
+}
+
+}  // namespace sixways::coroutines

@@ -1,0 +1,28 @@
+// Stage 06: the fetch as a coroutine, run by a mini asyncio.
+//
+// Stage 05 wrote the fetch top to bottom again, as a generator that yields what it waits for, but
+// a generator cannot hand its waiting to a sub-generator: the loop knew about descriptors and
+// deadlines, and everything else was done by hand. Here `co_await` composes. The fetch awaits
+// sock_connect, sock_sendall and sock_recv, which are coroutines themselves; the deadline is
+// wait_for around the whole exchange; the concurrency limit is a Semaphore; all requests together
+// are one gather. The loop underneath (event_loop.hpp) knows nothing of HTTP.
+#pragma once
+
+#include <vector>
+
+#include "06_coroutines/event_loop.hpp"
+#include "06_coroutines/task.hpp"
+#include "common/fetch.hpp"
+
+namespace sixways::coroutines {
+
+// One request from its first connect to its last byte, within options.timeout, with every error
+// turned into the Result (the fetch throws only CancelledError, when it is cancelled).
+// options.on_result is not called here; fetch_all does that.
+Task<Result> fetch(EventLoop& loop, Request request, Options options);
+
+// The library call of this stage: one fetch per request, all at once or at most
+// options.concurrency at a time, on one event loop; on_result as each finishes; results in order.
+std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options);
+
+}  // namespace sixways::coroutines

@@ -1,0 +1,55 @@
+// wait_for: a task with a deadline (asyncio.wait_for).
+//
+//   try {
+//       Response response = co_await wait_for(loop, download(url), 10s);
+//   } catch (const TimeoutError&) {
+//       // download() was cancelled, and it has FINISHED: its socket is closed, its timers are gone
+//   }
+//
+// At the deadline, wait_for cancels the task and then keeps waiting until the task has really
+// finished: the task may need turns of the loop to unwind (its CancelledError runs destructors,
+// and it may even catch it to clean up). Only then does wait_for throw TimeoutError. Returning
+// earlier would leave the task running with nobody watching it, and leave the caller believing it
+// was over. (asyncio's wait_for waits for the cancelled task too.)
+#pragma once
+
+#include <stdexcept>
+
+#include "06_coroutines/event_loop.hpp"
+#include "06_coroutines/task.hpp"
+
+namespace sixways::coroutines {
+
+class TimeoutError : public std::runtime_error {
+public:
+    TimeoutError() : std::runtime_error("timed out") {}
+};
+
+// The result of `task` (started on `loop` if it was not yet), or TimeoutError if it has not
+// finished `timeout` after wait_for's first step. Cancelling wait_for cancels the task (and still
+// waits for it). If the task finishes anyway after being cancelled at the deadline (it caught the
+// CancelledError and returned a result), its result is returned: it is not thrown away.
+//
+// The result is copied out of the task, which the deadline's timer also refers to; a large result
+// is better written into the caller's frame by a Task<void> (fetch.cpp does that).
+template <class T>
+Task<T> wait_for(EventLoop& loop, Task<T> task, Duration timeout) {
+    ensure_started(loop, task);
+    bool timed_out = false;
+    // A named lambda (not a temporary inside a co_await expression: g++ 12 may destroy such a
+    // temporary twice, GCC PR 107288). It refers to this frame; the guard cancels the timer, and so
+    // drops the lambda, before the frame's locals are gone.
+    auto on_deadline = [&task, &timed_out] {
+        timed_out = true;
+        task.cancel();  // our co_await below wakes when the task has finished cancelling
+    };
+    TimerGuard deadline(loop.call_later(timeout, on_deadline));
+    try {
+        co_return co_await task;
+    } catch (const CancelledError&) {
+        if (timed_out) throw TimeoutError();
+        throw;  // cancelled by someone else (this wait_for itself, most likely)
+    }
+}
+
+}  // namespace sixways::coroutines
