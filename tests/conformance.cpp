@@ -209,10 +209,6 @@ double in_ms(Duration duration) { return std::chrono::duration<double, std::mill
 
 // ---- Helpers for the command-line cases ----
 
-void skip_without_binary(const StageUnderTest& stage) {
-    if (stage.binary.empty()) GTEST_SKIP() << stage.name << " has no binary to run";
-}
-
 sixways::conformance::ChildOutput run_cli(const StageUnderTest& stage, const std::vector<std::string>& args) {
     return sixways::conformance::run_program(stage.binary, args, 20s);
 }
@@ -631,7 +627,7 @@ TEST_P(Conformance, StartsEachDeadlineWhenTheRequestStartsNotWhenItWaitsForASlot
 // ---- The command line ----
 
 TEST_P(Conformance, CommandLineRejectsBadUrlsWithoutSendingAnything) {
-    skip_without_binary(GetParam());
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
     LabServer server(on_loopback(0ms));
     server.start();
     const std::string here = "127.0.0.1:" + std::to_string(server.port());
@@ -652,7 +648,7 @@ TEST_P(Conformance, CommandLineRejectsBadUrlsWithoutSendingAnything) {
 }
 
 TEST_P(Conformance, CommandLineRejectsBadRequestCounts) {
-    skip_without_binary(GetParam());
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
     LabServer server(on_loopback(0ms));
     server.start();
     for (const char* count : {"-3", "abc", "99999999999999999999999"}) {
@@ -668,7 +664,7 @@ TEST_P(Conformance, CommandLineRejectsBadRequestCounts) {
 }
 
 TEST_P(Conformance, CommandLineHelpPrintsUsageOnStdout) {
-    skip_without_binary(GetParam());
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
     const auto output = run_cli(GetParam(), {"--help"});
     EXPECT_EQ(output.exit_status, 0) << output.err;
     for (const char* option : {"--url", "--concurrency", "--timeout", "--json"}) {
@@ -678,7 +674,7 @@ TEST_P(Conformance, CommandLineHelpPrintsUsageOnStdout) {
 }
 
 TEST_P(Conformance, CommandLineWithZeroRequestsMakesNoConnection) {
-    skip_without_binary(GetParam());
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
     LabServer server(on_loopback(0ms));
     server.start();
     const auto output = run_cli(GetParam(), {"0", "--url", server.url("/"), "--json"});
@@ -691,7 +687,7 @@ TEST_P(Conformance, CommandLineWithZeroRequestsMakesNoConnection) {
 }
 
 TEST_P(Conformance, CommandLinePrintsOneLineReport) {
-    skip_without_binary(GetParam());
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
     LabServer server(on_loopback(0ms));
     server.start();
     const auto output = run_cli(GetParam(), {"5", "--url", server.url("/")});
@@ -702,7 +698,7 @@ TEST_P(Conformance, CommandLinePrintsOneLineReport) {
 }
 
 TEST_P(Conformance, CommandLineJsonReportIsOneObjectWithEveryKey) {
-    skip_without_binary(GetParam());
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
     LabServer server(on_loopback(5ms));
     server.start();
     const std::string url = server.url("/cli");
@@ -737,7 +733,7 @@ TEST_P(Conformance, CommandLineJsonReportIsOneObjectWithEveryKey) {
 }
 
 TEST_P(Conformance, CommandLineExitsOneAndCountsConnectErrorsWhenRefused) {
-    skip_without_binary(GetParam());
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
     const std::string url = "http://127.0.0.1:" + std::to_string(port_with_nothing_listening()) + "/";
     const auto output = run_cli(GetParam(), {"3", "--url", url, "--timeout", "1s", "--json"});
     EXPECT_EQ(output.exit_status, 1) << output.err;
