@@ -36,13 +36,13 @@ struct SocketPair {
     }
 };
 
-TEST(EventLoop, RunReturnsAtOnceWhenNothingIsScheduled) {
+TEST(CallbacksEventLoop, RunReturnsAtOnceWhenNothingIsScheduled) {
     EventLoop loop;
     loop.run();
     SUCCEED();
 }
 
-TEST(EventLoop, TimersFireInDeadlineOrder) {
+TEST(CallbacksEventLoop, TimersFireInDeadlineOrder) {
     EventLoop loop;
     std::vector<int> order;
     const Clock::time_point start = loop.time();
@@ -54,7 +54,7 @@ TEST(EventLoop, TimersFireInDeadlineOrder) {
     EXPECT_EQ(order, (std::vector<int>{0, 10, 20, 30}));
 }
 
-TEST(EventLoop, TimersWithEqualDeadlinesFireInTheOrderTheyWereScheduled) {
+TEST(CallbacksEventLoop, TimersWithEqualDeadlinesFireInTheOrderTheyWereScheduled) {
     EventLoop loop;
     std::vector<int> order;
     const Clock::time_point when = loop.time() + 5ms;
@@ -65,7 +65,7 @@ TEST(EventLoop, TimersWithEqualDeadlinesFireInTheOrderTheyWereScheduled) {
     EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
 }
 
-TEST(EventLoop, ATimerNeverFiresBeforeItsDeadline) {
+TEST(CallbacksEventLoop, ATimerNeverFiresBeforeItsDeadline) {
     EventLoop loop;
     Clock::time_point deadline;
     Clock::time_point fired;
@@ -75,7 +75,7 @@ TEST(EventLoop, ATimerNeverFiresBeforeItsDeadline) {
     EXPECT_GE(fired, deadline);
 }
 
-TEST(EventLoop, ACancelledTimerNeverFires) {
+TEST(CallbacksEventLoop, ACancelledTimerNeverFires) {
     EventLoop loop;
     bool fired = false;
     TimerHandle handle = loop.call_later(50ms, [&] { fired = true; });
@@ -85,7 +85,7 @@ TEST(EventLoop, ACancelledTimerNeverFires) {
     EXPECT_FALSE(fired);
 }
 
-TEST(EventLoop, ATimerCancelledByAnEarlierCallbackOfTheSameTurnNeverFires) {
+TEST(CallbacksEventLoop, ATimerCancelledByAnEarlierCallbackOfTheSameTurnNeverFires) {
     EventLoop loop;
     bool fired = false;
     const Clock::time_point when = loop.time();
@@ -98,7 +98,7 @@ TEST(EventLoop, ATimerCancelledByAnEarlierCallbackOfTheSameTurnNeverFires) {
     EXPECT_FALSE(fired);
 }
 
-TEST(EventLoop, CancelledTimersDoNotKeepRunAlive) {
+TEST(CallbacksEventLoop, CancelledTimersDoNotKeepRunAlive) {
     EventLoop loop;
     std::vector<TimerHandle> handles;
     for (int i = 0; i < 1000; ++i) {
@@ -111,7 +111,7 @@ TEST(EventLoop, CancelledTimersDoNotKeepRunAlive) {
     EXPECT_TRUE(fired);
 }
 
-TEST(EventLoop, CancellingATimerTwiceOrAfterItFiredDoesNothing) {
+TEST(CallbacksEventLoop, CancellingATimerTwiceOrAfterItFiredDoesNothing) {
     EventLoop loop;
     int fired = 0;
     TimerHandle handle = loop.call_later(0ms, [&] { ++fired; });
@@ -124,7 +124,7 @@ TEST(EventLoop, CancellingATimerTwiceOrAfterItFiredDoesNothing) {
     EXPECT_EQ(fired, 1);
 }
 
-TEST(EventLoop, CallSoonCallbacksScheduledDuringATurnRunOnTheNextTurn) {
+TEST(CallbacksEventLoop, CallSoonCallbacksScheduledDuringATurnRunOnTheNextTurn) {
     EventLoop loop;
     std::vector<std::string> order;
     loop.call_soon([&] {
@@ -136,7 +136,7 @@ TEST(EventLoop, CallSoonCallbacksScheduledDuringATurnRunOnTheNextTurn) {
     EXPECT_EQ(order, (std::vector<std::string>{"first", "second", "scheduled by first"}));
 }
 
-TEST(EventLoop, ACallbackThatKeepsReschedulingItselfDoesNotStarveTimers) {
+TEST(CallbacksEventLoop, ACallbackThatKeepsReschedulingItselfDoesNotStarveTimers) {
     EventLoop loop;
     bool timer_fired = false;
     int turns = 0;
@@ -151,7 +151,7 @@ TEST(EventLoop, ACallbackThatKeepsReschedulingItselfDoesNotStarveTimers) {
     EXPECT_GT(turns, 1);
 }
 
-TEST(EventLoop, AReaderIsCalledWhenItsDescriptorBecomesReadable) {
+TEST(CallbacksEventLoop, AReaderIsCalledWhenItsDescriptorBecomesReadable) {
     EventLoop loop;
     SocketPair pair;
     int calls = 0;
@@ -166,7 +166,7 @@ TEST(EventLoop, AReaderIsCalledWhenItsDescriptorBecomesReadable) {
     EXPECT_EQ(calls, 1);
 }
 
-TEST(EventLoop, AReaderAndAWriterOnOneDescriptorAreBothServed) {
+TEST(CallbacksEventLoop, AReaderAndAWriterOnOneDescriptorAreBothServed) {
     EventLoop loop;
     SocketPair pair;
     bool wrote = false;
@@ -188,7 +188,7 @@ TEST(EventLoop, AReaderAndAWriterOnOneDescriptorAreBothServed) {
     EXPECT_TRUE(read_back);
 }
 
-TEST(EventLoop, RemovingWhatWasNeverAddedReturnsFalse) {
+TEST(CallbacksEventLoop, RemovingWhatWasNeverAddedReturnsFalse) {
     EventLoop loop;
     SocketPair pair;
     EXPECT_FALSE(loop.remove_reader(pair.reading_end()));
@@ -199,7 +199,7 @@ TEST(EventLoop, RemovingWhatWasNeverAddedReturnsFalse) {
     EXPECT_FALSE(loop.remove_writer(pair.reading_end()));
 }
 
-TEST(EventLoop, AddingAReaderTwiceReplacesTheFirst) {
+TEST(CallbacksEventLoop, AddingAReaderTwiceReplacesTheFirst) {
     EventLoop loop;
     SocketPair pair;
     pair.write_byte();
@@ -215,7 +215,7 @@ TEST(EventLoop, AddingAReaderTwiceReplacesTheFirst) {
     EXPECT_EQ(second, 1);
 }
 
-TEST(EventLoop, ACallbackThatRemovesAnotherReaderPreventsThatReadersPendingEvent) {
+TEST(CallbacksEventLoop, ACallbackThatRemovesAnotherReaderPreventsThatReadersPendingEvent) {
     EventLoop loop;
     SocketPair a, b;
     a.write_byte();
@@ -237,7 +237,7 @@ TEST(EventLoop, ACallbackThatRemovesAnotherReaderPreventsThatReadersPendingEvent
     EXPECT_EQ(calls, 1);
 }
 
-TEST(EventLoop, AnEventForAClosedDescriptorNeverReachesANewSocketThatReusesItsNumber) {
+TEST(CallbacksEventLoop, AnEventForAClosedDescriptorNeverReachesANewSocketThatReusesItsNumber) {
     EventLoop loop;
     SocketPair a, b;
     a.write_byte();
@@ -272,7 +272,7 @@ TEST(EventLoop, AnEventForAClosedDescriptorNeverReachesANewSocketThatReusesItsNu
 
 // The fetcher's race in miniature: a "request" whose data arrives in the same turn as its
 // timeout. Whichever callback runs first must cancel the other, giving exactly one outcome.
-TEST(EventLoop, ATimeoutAndAReadinessEventInOneTurnGiveExactlyOneOutcome) {
+TEST(CallbacksEventLoop, ATimeoutAndAReadinessEventInOneTurnGiveExactlyOneOutcome) {
     EventLoop loop;
     SocketPair pair;
     pair.write_byte();
@@ -295,7 +295,7 @@ TEST(EventLoop, ATimeoutAndAReadinessEventInOneTurnGiveExactlyOneOutcome) {
 
 // The same race the other way round: the timeout's callback is queued ahead of the readiness event
 // (a call_soon from the previous turn runs before this turn's I/O), so the reader must be skipped.
-TEST(EventLoop, ATimeoutThatRunsFirstCancelsTheReadinessEventOfTheSameTurn) {
+TEST(CallbacksEventLoop, ATimeoutThatRunsFirstCancelsTheReadinessEventOfTheSameTurn) {
     EventLoop loop;
     SocketPair pair;
     pair.write_byte();
@@ -313,7 +313,7 @@ TEST(EventLoop, ATimeoutThatRunsFirstCancelsTheReadinessEventOfTheSameTurn) {
     EXPECT_EQ(outcomes, (std::vector<std::string>{"timeout"}));
 }
 
-TEST(EventLoop, RunReturnsOnceTheLastReaderIsRemoved) {
+TEST(CallbacksEventLoop, RunReturnsOnceTheLastReaderIsRemoved) {
     EventLoop loop;
     SocketPair pair;
     loop.add_reader(pair.reading_end(), [] { ADD_FAILURE() << "nothing was written"; });
@@ -322,7 +322,7 @@ TEST(EventLoop, RunReturnsOnceTheLastReaderIsRemoved) {
     SUCCEED();
 }
 
-TEST(EventLoop, AddingAReaderForAnInvalidDescriptorThrowsAndLeavesNothingBehind) {
+TEST(CallbacksEventLoop, AddingAReaderForAnInvalidDescriptorThrowsAndLeavesNothingBehind) {
     EventLoop loop;
     SocketPair pair;
     const int fd = pair.reading_end();
