@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/address.hpp"
+#include "common/http.hpp"
 #include "common/url.hpp"
 #include "lab/labserver.hpp"
 #include "tests/conformance.hpp"
@@ -135,6 +136,64 @@ std::string refused_url() {
     return "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/";
 }
 
+// A server for one connection with a tiny receive buffer that reads the request slowly, then
+// answers "ok". A request of eight megabytes is more than a socket's send buffer may grow to by
+// default (tcp_wmem allows 4 MB), so the client's send() takes it in pieces, each after waiting for
+// the socket to turn writable again.
+class SlowReader {
+public:
+    SlowReader() {
+        // The accepted socket inherits the listener's receive buffer size; set it before listen().
+        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const int small = 4096;
+        ::setsockopt(listener_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+            ::listen(listener_, 1) != 0 ||
+            ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+            ADD_FAILURE() << "cannot listen on 127.0.0.1";
+        }
+        port_ = ntohs(address.sin_port);
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~SlowReader() {
+        thread_.join();
+        ::close(listener_);
+    }
+    std::string url(const std::string& path) const {
+        return "http://127.0.0.1:" + std::to_string(port_) + path;
+    }
+    // Everything the client sent; read only after the fetch has returned.
+    const std::string& received() const { return received_; }
+
+private:
+    void serve() {
+        const timeval five_seconds{5, 0};  // bounds the test if the client never comes
+        ::setsockopt(listener_, SOL_SOCKET, SO_RCVTIMEO, &five_seconds, sizeof five_seconds);
+        const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (client < 0) return;
+        ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &five_seconds, sizeof five_seconds);
+        char buffer[1024];
+        while (received_.find("\r\n\r\n") == std::string::npos) {
+            const ssize_t n = ::recv(client, buffer, sizeof buffer, 0);
+            if (n <= 0) break;
+            received_.append(buffer, static_cast<std::size_t>(n));
+            if (received_.size() % (64 * 1024) < sizeof buffer) std::this_thread::sleep_for(1ms);
+        }
+        const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        ::send(client, response.data(), response.size(), MSG_NOSIGNAL);
+        ::close(client);
+    }
+
+    int listener_ = -1;
+    std::uint16_t port_ = 0;
+    std::thread thread_;
+    std::string received_;
+};
+
 // Lowers the descriptor limit so that exactly one more descriptor can be opened (the loop's epoll
 // descriptor) and the first socket() after it fails with EMFILE. A new descriptor always takes the
 // lowest free number, which must be below the limit.
@@ -201,6 +260,17 @@ TEST(Callbacks, StartsTheNextRequestWhenOneFinishesButKeepsAtMostCInFlight) {
     for (const Result& result : results) EXPECT_TRUE(result.ok()) << result.error_message;
     EXPECT_LE(most_in_flight(results), 4u);
     EXPECT_GT(most_in_flight(results), 1u);
+}
+
+TEST(Callbacks, SendsARequestTooBigForTheSocketBuffersInPiecesWithoutLosingAByte) {
+    SlowReader server;
+    const Request request = request_for(server.url("/" + std::string(8'000'000, 'a')));
+    const std::vector<Result> results = fetch_all({request}, with_timeout(5s));
+    ASSERT_EQ(results.size(), 1u);
+    ASSERT_TRUE(results[0].ok()) << results[0].error_message;
+    EXPECT_EQ(results[0].response.body, "ok");
+    EXPECT_TRUE(server.received() == sixways::build_get_request(request.url))
+        << "the server got " << server.received().size() << " bytes, not the request";
 }
 
 TEST(Callbacks, GivesUpAHandshakeThatHangsAtTheDeadline) {
