@@ -82,7 +82,7 @@ bool starts_with(const std::string& text, std::string_view prefix) {
 
 CliOptions parse_cli(const std::vector<std::string>& args, const StageInfo& stage) {
     CliOptions options;
-    options.url = Url{"127.0.0.1", 8080, "/"};  // default_url, already split
+    options.url = parse_url(default_url);
     std::string requests_text;                   // N as given, to name it if given twice
 
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -343,9 +343,13 @@ private:
 // that ever receives SIGINT, and no stage needs to know about it.
 //
 // Stopping the watcher when fetch_all returns: stop() first sets done (under the mutex), then sends
-// SIGINT to the watcher thread alone with pthread_kill. sigwait() returns, the watcher sees done
-// and returns quietly. A real Ctrl-C that lands after done was set is taken the same way: the run
-// is complete anyway and the full report follows.
+// SIGINT to the watcher thread alone with pthread_kill. The signal stays pending for that thread
+// until its sigwait() takes it, so it cannot be lost even if the watcher has not reached sigwait
+// yet. The watcher sees done and returns quietly. A real Ctrl-C that lands after done was set is
+// taken the same way: the run is complete anyway and the full report follows.
+//
+// A program started with SIGINT ignored (a background job of a script, nohup) never receives it:
+// an ignored signal is discarded even while blocked, which is what whoever started us asked for.
 class InterruptWatcher {
 public:
     explicit InterruptWatcher(RunState& run) : run_(run) {
