@@ -116,6 +116,19 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
         if (options.on_result) options.on_result(index, results[index]);
     };
 
+    // The pool's shared counter: the index of the next request a worker takes (see below). Like
+    // everything the threads use, it must outlive them: it is declared here, in the scope that
+    // joins them at the end, and not in the branch that starts the pool.
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+        for (std::size_t index = next.fetch_add(1); index < requests.size();
+             index = next.fetch_add(1)) {
+            fetch_into_slot(index);
+        }
+    };
+
+    // Every thread started is in here, to be joined before the locals it uses go away. Reserved
+    // up front, so that adding one never needs memory (and never throws) while threads run.
     std::vector<pthread_t> threads;
     if (options.concurrency == 0) {
         // A thread per request, all started at once.
@@ -136,14 +149,8 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
     } else {
         // A pool of C workers. Each takes the next request from the shared counter, fetches it,
         // and comes back for another until none is left; at most C requests are in flight.
-        std::atomic<std::size_t> next{0};
-        auto worker = [&] {
-            for (std::size_t index = next.fetch_add(1); index < requests.size();
-                 index = next.fetch_add(1)) {
-                fetch_into_slot(index);
-            }
-        };
         const std::size_t workers = std::min(options.concurrency, requests.size());
+        threads.reserve(workers);
         int error = 0;
         for (std::size_t k = 0; k < workers; ++k) {
             pthread_t thread;

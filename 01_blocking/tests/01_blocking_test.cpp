@@ -80,8 +80,8 @@ int listen_on_loopback(int backlog, std::uint16_t& port) {
 }
 
 // A server for one connection that sends its response one byte every 10 ms, headers included, and
-// would need a minute to finish: each recv() gets a byte quickly, so only a deadline on the whole
-// request, not a timeout on each call, ends it sooner.
+// needs three seconds to finish, ten times the tests' deadline. Each recv() gets a byte quickly, so
+// only a deadline on the whole request, not a timeout on each call, ends it sooner.
 class EndlessTrickle {
 public:
     EndlessTrickle() : listener_(listen_on_loopback(1, port_)), thread_([this] { serve(); }) {}
@@ -101,7 +101,7 @@ private:
         while (!stop_ && client < 0) client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
         if (client < 0) return;
         const std::string response =
-            "HTTP/1.1 200 OK\r\nContent-Length: 6000\r\n\r\n" + std::string(6000, 'x');
+            "HTTP/1.1 200 OK\r\nContent-Length: 260\r\n\r\n" + std::string(260, 'x');
         for (char byte : response) {
             if (stop_ || ::send(client, &byte, 1, MSG_NOSIGNAL) != 1) break;  // the client left
             std::this_thread::sleep_for(10ms);
