@@ -1,8 +1,11 @@
 #include "common/report.hpp"
 
+#include <sys/socket.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -280,6 +283,60 @@ TEST(Report, ProcessUsageReadsCpuTimeAndPeakMemory) {
     add_process_usage(report);
     EXPECT_GT(report.max_rss_kb, 0);
     EXPECT_GT(report.cpu_s, 0.0);
+}
+
+// ---- The helpers that keep error kinds and messages the same in every stage ----
+
+TEST(ErrorHelpers, KindNamesAreTheReportsKeys) {
+    EXPECT_STREQ(to_string(ErrorKind::resolve), "resolve");
+    EXPECT_STREQ(to_string(ErrorKind::connect), "connect");
+    EXPECT_STREQ(to_string(ErrorKind::send), "send");
+    EXPECT_STREQ(to_string(ErrorKind::receive), "receive");
+    EXPECT_STREQ(to_string(ErrorKind::timeout), "timeout");
+    EXPECT_STREQ(to_string(ErrorKind::protocol), "protocol");
+    EXPECT_STREQ(to_string(ErrorKind::limit), "limit");
+}
+
+TEST(ErrorHelpers, ResourceExhaustionIsALimit) {
+    for (int error_number : {EMFILE, ENFILE, ENOBUFS, ENOMEM, EAGAIN, EADDRNOTAVAIL}) {
+        EXPECT_EQ(kind_for_errno(error_number, ErrorKind::connect), ErrorKind::limit)
+            << error_number;
+    }
+    EXPECT_EQ(kind_for_errno(ECONNREFUSED, ErrorKind::connect), ErrorKind::connect);
+    EXPECT_EQ(kind_for_errno(ECONNRESET, ErrorKind::receive), ErrorKind::receive);
+}
+
+TEST(ErrorHelpers, MessagesNameTheCallAndTheReason) {
+    EXPECT_EQ(errno_message("connect", ECONNREFUSED), "connect: Connection refused");
+    EXPECT_EQ(timeout_message(std::chrono::seconds(10), "receiving"),
+              "timeout after 10 s while receiving");
+    EXPECT_EQ(timeout_message(milliseconds(250), "connecting"),
+              "timeout after 250 ms while connecting");
+}
+
+// ---- Resolving (only numeric hosts here: tests never ask a name server) ----
+
+TEST(Resolve, NumericHostsResolveToThemselves) {
+    std::vector<Address> v4 = resolve(Url{"127.0.0.1", 8080, "/"});
+    ASSERT_EQ(v4.size(), 1u);
+    EXPECT_EQ(v4[0].family(), AF_INET);
+    EXPECT_EQ(v4[0].to_string(), "127.0.0.1:8080");
+
+    std::vector<Address> v6 = resolve(Url{"::1", 443, "/"});
+    ASSERT_EQ(v6.size(), 1u);
+    EXPECT_EQ(v6[0].family(), AF_INET6);
+    EXPECT_EQ(v6[0].to_string(), "[::1]:443");
+}
+
+TEST(Resolve, AFailureSaysResolveAndWhy) {
+    // An empty label is refused by the resolver library itself: no query leaves the machine.
+    try {
+        resolve(Url{"name..invalid", 80, "/"});
+        ADD_FAILURE() << "no ResolveError";
+    } catch (const ResolveError& error) {
+        EXPECT_THAT(error.what(), testing::StartsWith("resolve: "));
+        EXPECT_GT(std::string(error.what()).size(), std::string("resolve: ").size());
+    }
 }
 
 }  // namespace
