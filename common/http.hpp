@@ -1,7 +1,7 @@
 // HTTP/1.x on the client side: the GET request we send and an incremental parser for the response.
 //
 // The parser is fed whatever recv() returned, in pieces of any size (down to one byte), and gives the
-// same result for every split. The seed's fetcher called recv(1024) once and took that for the
+// same result for every split. The simplest fetcher calls recv(1024) once and takes that for the
 // response; a real response arrives in as many pieces as the network likes, and its end is known
 // only from its framing: Content-Length, chunked encoding, or the server closing the connection.
 #pragma once
