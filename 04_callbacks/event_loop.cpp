@@ -81,8 +81,10 @@ void EventLoop::run_once() {
         const Watch& watch = watches_[events_[i].data.fd];
         // An error or a hang-up wakes both sides, whatever they asked for: the callback's own
         // recv(), send() or getsockopt() is how it learns what went wrong.
-        if (watch.reader && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) ready_.push_back(watch.reader);
-        if (watch.writer && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) ready_.push_back(watch.writer);
+        const bool readable = events & (EPOLLIN | EPOLLERR | EPOLLHUP);
+        const bool writable = events & (EPOLLOUT | EPOLLERR | EPOLLHUP);
+        if (watch.reader && readable) ready_.push_back(watch.reader);
+        if (watch.writer && writable) ready_.push_back(watch.writer);
     }
 
     const Clock::time_point now = time();

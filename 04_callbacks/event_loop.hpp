@@ -1,6 +1,6 @@
-// The reactor of stage 04: an epoll loop that calls a callback when a descriptor is ready or a timer
-// is due. The names are asyncio's (add_reader, call_later, call_soon, run), because the idea is the
-// same; stage 06 grows this loop into a small asyncio.
+// The reactor of stage 04: an epoll loop that calls a callback when a descriptor is ready or a
+// timer is due. The names are asyncio's (add_reader, call_later, call_soon, run), because the idea
+// is the same; stage 06 builds a small asyncio on the same kind of loop.
 //
 //   EventLoop loop;
 //   loop.add_writer(fd, [&] { ... });              // call me when fd can be written
@@ -48,7 +48,7 @@ struct Timer : Handle {
     Clock::time_point when;
     std::uint64_t sequence;  // order of call_at calls: breaks ties between equal deadlines
     EventLoop* loop;
-    bool in_heap = true;     // false once it has moved to the ready queue
+    bool in_heap = true;     // false once it has left the heap: queued to run, or dropped
 };
 
 // What call_later returns: the way to cancel the timer. Copyable; every copy names the same timer.
@@ -58,7 +58,7 @@ public:
     TimerHandle() = default;
 
     // After cancel() the callback never runs, even if the timer is already due and queued in this
-    // very turn of the loop. Cancelling twice, or after the callback ran, does nothing.
+    // very turn of the loop. Cancelling twice, or after the callback ran, is harmless.
     // The loop must still exist.
     void cancel();
     bool cancelled() const { return timer_ && timer_->cancelled; }
@@ -100,7 +100,8 @@ public:
     void call_soon(Callback callback);
 
     // Turns the loop until there are no readers, writers, timers (that are not cancelled) or ready
-    // callbacks left. An exception thrown by a callback leaves run() and drops the rest of that turn.
+    // callbacks left. An exception thrown by a callback leaves run() and drops the rest of its
+    // turn.
     void run();
 
     // The loop's clock: a monotonic clock, so timers do not jump when the wall clock is set.

@@ -3,8 +3,8 @@
 // Stage 03 ran every request on one thread with non-blocking sockets, but nothing told it which
 // socket had news, so it asked all of them, all the time, and burned a core doing it. This stage
 // asks the kernel instead. epoll keeps the list of sockets we wait for; epoll_wait() sleeps until
-// one of them is ready (or a timer is due) and says which. The EventLoop (event_loop.hpp) turns that
-// into callbacks: "when this socket is writable, call this function".
+// one of them is ready (or a timer is due) and says which. The EventLoop (event_loop.hpp) turns
+// that into callbacks: "when this socket is writable, call this function".
 //
 // So a request is no longer a function that runs from top to bottom. It is a Fetcher object (the
 // shape of the Fetcher in "A Web Crawler With asyncio Coroutines", 500 Lines or Less): start()
@@ -43,8 +43,8 @@ namespace sixways::callbacks {
 namespace {
 
 // One request, from its first connect to its result. Create it, call start(), and the loop does
-// the rest; when the result is final the Fetcher calls `done`. It may be destroyed at any time after
-// that (or before: it then unregisters everything and closes its socket).
+// the rest; when the result is final the Fetcher calls `done`. It may be destroyed at any time
+// after that (or before: it then unregisters everything and closes its socket).
 class Fetcher {
 public:
     Fetcher(EventLoop& loop, const Request& request, const Options& options, Result& result,
@@ -174,7 +174,8 @@ private:
                 }
                 return;
             }
-            if (result_.timing.first_byte == Clock::time_point{}) result_.timing.first_byte = loop_.time();
+            Timing& timing = result_.timing;
+            if (timing.first_byte == Clock::time_point{}) timing.first_byte = loop_.time();
             const ResponseParser::Status status =
                 parser_.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
             if (status == ResponseParser::Status::complete) {
@@ -235,7 +236,7 @@ private:
     EventLoop& loop_;
     const Request& request_;
     const Options& options_;
-    Result& result_;           // this request's slot in fetch_all's results; timing fills in as we go
+    Result& result_;  // this request's slot in fetch_all's results; its timing fills in as we go
     Callback done_;            // called once, when result_ is final
     Phase phase_ = Phase::connecting;
     int fd_ = -1;
@@ -248,8 +249,9 @@ private:
     TimerHandle timeout_;
 };
 
-// Runs a list of requests on one loop, at most `limit` at once: the 500 Lines crawler's globals
-// (the loop, the to-do list, the count of fetches in flight), gathered in one object.
+// Runs a list of requests on one loop, at most `limit_` at once. The 500 Lines crawler kept this
+// in globals (the selector, the URLs still to do, a `stopped` flag for its loop); here it is one
+// object, and the loop needs no flag: run() returns when no Fetcher is waiting for anything.
 class Batch {
 public:
     Batch(const std::vector<Request>& requests, const Options& options)
@@ -268,8 +270,8 @@ private:
         while (in_flight_ < limit_ && next_ < requests_.size()) {
             const std::size_t index = next_++;
             ++in_flight_;
-            fetchers_[index] = std::make_unique<Fetcher>(loop_, requests_[index], options_,
-                                                         results_[index], [this, index] { done(index); });
+            fetchers_[index] = std::make_unique<Fetcher>(
+                loop_, requests_[index], options_, results_[index], [this, index] { done(index); });
             fetchers_[index]->start();
         }
     }

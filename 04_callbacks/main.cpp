@@ -6,7 +6,7 @@
 int main(int argc, char** argv) {
     const sixways::StageInfo stage{
         .name = "04_callbacks",
-        .summary = "one thread, an epoll loop that calls each request's next step when its socket is ready",
+        .summary = "one thread; epoll says which socket is ready, and its next callback runs",
         .fetch_all = &sixways::callbacks::fetch_all,
         .one_at_a_time = false,
         .flags = {},

@@ -232,7 +232,7 @@ TEST(Callbacks, RunsEveryRequestAtOnceOnTheCallingThread) {
     Options options = with_timeout(10s);
     options.on_result = [&](std::size_t index, const Result& result) {
         EXPECT_EQ(std::this_thread::get_id(), caller);
-        EXPECT_NE(result.timing.done, Clock::time_point{}) << "on_result before the result was final";
+        EXPECT_NE(result.timing.done, Clock::time_point{}) << "on_result came too early";
         ++deliveries.at(index);
     };
     const std::vector<Result> results = fetch_all(requests, options);
@@ -240,7 +240,8 @@ TEST(Callbacks, RunsEveryRequestAtOnceOnTheCallingThread) {
     ASSERT_EQ(results.size(), requests.size());
     for (std::size_t k = 0; k < results.size(); ++k) {
         ASSERT_TRUE(results[k].ok()) << k << ": " << results[k].error_message;
-        EXPECT_NE(results[k].response.body.find("/numbered/" + std::to_string(k)), std::string::npos)
+        const std::string path = "/numbered/" + std::to_string(k);
+        EXPECT_NE(results[k].response.body.find(path), std::string::npos)
             << results[k].response.body;
     }
     EXPECT_EQ(deliveries, std::vector<int>(requests.size(), 1));
