@@ -6,13 +6,14 @@
 // write the answer, close. One thread holds 10,000 slow requests at once because a waiting request
 // costs a few hundred bytes of state and an entry in the timer heap, not a thread.
 //
-// Every connection goes through these phases:
+// Every connection goes through these phases, in this order (see Phase below):
 //
-//   reading --(whole request head)--> waiting --(timer)--> writing --(all sent)--> closed
-//                                        |                     |
-//                                        +--(trickle)--> trickling (one byte per timer)
-//                                                              |
-//             (faults and error answers that keep the socket)  +--> holding --(client closes)--> closed
+//   reading    until the request head is complete, or cannot be parsed
+//   waiting    until its timer fires (the delay); skipped when the answer has no wait
+//   writing    until every byte is sent; then the connection is closed: the normal end
+//   trickling  instead of writing, for /fault/trickle: one byte per timer
+//   holding    after the answer, for faults that keep the socket open and after an error answer:
+//              until the client closes (or a timer fires)
 //
 // Level-triggered epoll. Each connection watches only what its phase needs (EPOLLIN while reading,
 // EPOLLOUT only after the kernel said EAGAIN while writing, EPOLLRDHUP while waiting, to notice a
@@ -99,8 +100,9 @@ int open_listener(const sockaddr_storage& address, socklen_t length, int backlog
     // Without SO_REUSEADDR a restarted server could not bind its port for a minute.
     bool ok = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0;
     failed_call = "setsockopt(SO_REUSEADDR)";
-    // An IPv6 socket would otherwise also take IPv4 connections (as ::ffff:127.0.0.1) on some
-    // systems, and clash with the IPv4 listener on the same port.
+    // Without IPV6_V6ONLY (whose default is a system setting), an IPv6 socket bound to "::" also
+    // takes IPv4 connections, as ::ffff:a.b.c.d, and clashes with an IPv4 listener on the same port.
+    // For ::1 it changes nothing; setting it makes the server's intent independent of the system.
     if (ok && address.ss_family == AF_INET6) {
         ok = setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) == 0;
         failed_call = "setsockopt(IPV6_V6ONLY)";
@@ -172,6 +174,9 @@ struct Connection {
     Answer answer;
 };
 
+// The timers live in a min-heap ordered by due time. Every plain request waits the same delay, so a
+// FIFO queue would do for those alone; the heap also serves /delay/MS, the slow pages of the site,
+// the ticks of /fault/trickle and the retry of a paused accept, at O(log n) per timer.
 struct Timer {
     Clock::time_point when;
     std::uint64_t sequence;  // unique, and increasing: timers due at the same time fire in order
