@@ -110,9 +110,13 @@ TEST_F(Faults, HangReadsTheRequestAndNeverAnswersButKeepsTheSocketOpen) {
 
 TEST_F(Faults, StallSendsTheHeadAndPartOfTheBodyThenNothing) {
     auto client = ask("stall");
-    const ReadResult result = client->read_for(300ms);
-    EXPECT_FALSE(result.closed);
+    ReadResult result = client->read_until("\r\n\r\n");
+    ASSERT_FALSE(result.closed);
     EXPECT_NE(head_of(result.bytes).find("\r\nContent-Length: 1000"), std::string::npos);
+    result.bytes += client->read_at_least(100).bytes;  // the 100 body bytes it does send
+    const ReadResult after = client->read_for(300ms);
+    EXPECT_EQ(after.bytes, "");
+    EXPECT_FALSE(after.closed);
     const std::size_t body = result.bytes.size() - (result.bytes.find("\r\n\r\n") + 4);
     EXPECT_GT(body, 0u);
     EXPECT_LT(body, 1000u);
@@ -155,8 +159,11 @@ TEST_F(Faults, BadChunkSendsAChunkSizeThatIsNotHexadecimal) {
 
 TEST_F(Faults, KeepOpenSendsACompleteResponseAndKeepsTheSocketOpen) {
     auto client = ask("keep-open");
-    const ReadResult result = client->read_for(300ms);
-    EXPECT_FALSE(result.closed);
+    const ReadResult result = client->read_until("keep-open id=1\n");  // the end of its body
+    ASSERT_FALSE(result.closed);
+    const ReadResult after = client->read_for(300ms);
+    EXPECT_EQ(after.bytes, "");
+    EXPECT_FALSE(after.closed);
     const test::Reply reply = test::parse_reply(result.bytes);
     ASSERT_EQ(reply.status, 200) << reply.error;
     EXPECT_EQ(reply.body, "path=/fault/keep-open id=1\n");
@@ -168,8 +175,11 @@ TEST_F(Faults, KeepOpenSendsACompleteResponseAndKeepsTheSocketOpen) {
 
 TEST_F(Faults, NoBodySends204AndKeepsTheSocketOpen) {
     auto client = ask("no-body");
-    const ReadResult result = client->read_for(300ms);
-    EXPECT_FALSE(result.closed);
+    const ReadResult result = client->read_until("\r\n\r\n");
+    ASSERT_FALSE(result.closed);
+    const ReadResult after = client->read_for(300ms);
+    EXPECT_EQ(after.bytes, "");
+    EXPECT_FALSE(after.closed);
     EXPECT_TRUE(result.bytes.starts_with("HTTP/1.1 204 No Content\r\n"));
     EXPECT_TRUE(result.bytes.ends_with("\r\n\r\n"));
     EXPECT_EQ(test::parse_reply(result.bytes).status, 204);

@@ -108,10 +108,11 @@ void Client::send(std::string_view bytes) {
     }
 }
 
-ReadResult Client::read_at_least(std::size_t count) {
+// Reads until `done(bytes so far)`, the end, an error or the timeout.
+ReadResult Client::read_until_done(const std::function<bool(const std::string&)>& done) {
     ReadResult result;
     char buffer[64 * 1024];
-    while (result.bytes.size() < count) {
+    while (!done(result.bytes)) {
         const ssize_t received = recv(fd_, buffer, sizeof buffer, 0);
         if (received > 0) {
             result.bytes.append(buffer, static_cast<std::size_t>(received));
@@ -124,6 +125,15 @@ ReadResult Client::read_at_least(std::size_t count) {
         }
     }
     return result;
+}
+
+ReadResult Client::read_at_least(std::size_t count) {
+    return read_until_done([count](const std::string& bytes) { return bytes.size() >= count; });
+}
+
+ReadResult Client::read_until(std::string_view marker) {
+    return read_until_done(
+        [marker](const std::string& bytes) { return bytes.find(marker) != std::string::npos; });
 }
 
 ReadResult Client::read_to_end() { return read_at_least(std::string::npos); }
@@ -152,12 +162,6 @@ ReadResult Client::read_for(std::chrono::milliseconds wait) {
         }
     }
     return result;
-}
-
-bool Client::peer_closed() {
-    char byte = 0;
-    const ssize_t received = recv(fd_, &byte, 1, MSG_DONTWAIT | MSG_PEEK);
-    return received == 0 || (received < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 std::string request_text(std::string_view target, std::string_view method, std::string_view host) {

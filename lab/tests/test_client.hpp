@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,12 +38,14 @@ public:
     ReadResult read_at_least(std::size_t count);
     // Reads for `wait` (shorter than the timeout), collecting whatever arrives.
     ReadResult read_for(std::chrono::milliseconds wait);
-    // True when the server has closed or reset the connection: a recv that does not block says so.
-    bool peer_closed();
+    // Reads until what arrived contains `marker` (or the end, an error, the timeout).
+    ReadResult read_until(std::string_view marker);
     void close();
     int fd() const { return fd_; }
 
 private:
+    ReadResult read_until_done(const std::function<bool(const std::string&)>& done);
+
     int fd_ = -1;
     std::chrono::milliseconds timeout_;
 };
