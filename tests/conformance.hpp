@@ -12,8 +12,8 @@
 //     INSTANTIATE_TEST_SUITE_P(Blocking, Conformance,
 //         testing::Values(StageUnderTest{"01_blocking", &sixways::blocking::fetch_all, STAGE_BINARY}));
 //
-// The tests are then named "Blocking/Conformance.TreatsErrorStatusesAsResponses/0"; pass `StageName()` as
-// a fourth argument to end the names in "/01_blocking" instead.
+// The tests are then named "Blocking/Conformance.TreatsErrorStatusesAsResponses/0"; pass
+// `StageName()` as a fourth argument to end the names in "/01_blocking" instead.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -33,7 +33,8 @@ struct StageUnderTest {
 // What GoogleTest prints for a parameter ("GetParam() = 01_blocking").
 inline void PrintTo(const StageUnderTest& stage, std::ostream* out) { *out << stage.name; }
 
-// Ends each test's name in the stage's name: "Blocking/Conformance.TreatsErrorStatusesAsResponses/01_blocking".
+// Ends each test's name in the stage's name:
+// "Blocking/Conformance.TreatsErrorStatusesAsResponses/01_blocking".
 struct StageName {
     std::string operator()(const testing::TestParamInfo<StageUnderTest>& info) const {
         return info.param.name;
