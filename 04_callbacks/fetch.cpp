@@ -141,11 +141,14 @@ private:
         }
         result_.timing.sent = loop_.time();
         phase_ = Phase::receiving;
+        // Reader first, then writer: the descriptor stays registered in epoll throughout, and
+        // only its interest changes (EPOLL_CTL_MOD twice), rather than leaving epoll and entering
+        // it again (DEL, then ADD: the kernel frees its entry and allocates a new one).
+        loop_.add_reader(fd_, [this] { on_readable(); });
         // Nothing more to write: stop watching for writable at once. A socket is writable almost
         // all the time, and with a writer left registered epoll_wait would return at once on every
         // turn: stage 03's busy loop all over again.
         loop_.remove_writer(fd_);
-        loop_.add_reader(fd_, [this] { on_readable(); });
     }
 
     // Step 4: something arrived (or the server closed, or reset). Read until recv() says there is
