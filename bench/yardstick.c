@@ -5,6 +5,9 @@
  * copy (it trusts the server to close, and it has no deadline): it is the floor the stages are
  * measured against, the closest this machine gets to what the kernel allows.
  *
+ * It is a function, yardstick_run (yardstick.h), so that the benchmarks call it in the same process
+ * as the stages, and a program around it (yardstick_main.c):
+ *
  *   yardstick N [--url http://ADDR:PORT/PATH] [--concurrency C] [--json]
  *
  * ADDR must be a numeric IPv4 or IPv6 address (no resolver here either).
@@ -23,6 +26,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bench/yardstick.h"
 
 struct connection {
     size_t sent; /* request bytes written so far; the request is the same for every connection */
@@ -119,44 +124,30 @@ static int start(int epoll_fd, const struct target* target, struct connection* c
     return fd;
 }
 
-int main(int argc, char** argv) {
-    const char* url = "http://127.0.0.1:8080/";
-    long long requests = -1;
-    long long concurrency = 0;
-    int json = 0;
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) url = argv[++i];
-        else if (strcmp(argv[i], "--concurrency") == 0 && i + 1 < argc) concurrency = atoll(argv[++i]);
-        else if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (requests < 0 && argv[i][0] >= '0' && argv[i][0] <= '9') requests = atoll(argv[i]);
-        else {
-            fprintf(stderr, "usage: yardstick N [--url http://ADDR:PORT/PATH] [--concurrency C] [--json]\n");
-            return 2;
-        }
-    }
+int yardstick_run(const char* url, long long requests, long long concurrency,
+                  struct yardstick_result* result) {
     struct target target;
-    if (requests < 0 || concurrency < 0 || parse_target(url, &target) != 0) {
-        fprintf(stderr, "yardstick: need N >= 0 and a URL with a numeric address, got '%s'\n", url);
-        return 2;
-    }
+    if (requests < 0 || concurrency < 0 || parse_target(url, &target) != 0) return -1;
     if (concurrency == 0 || concurrency > requests) concurrency = requests;
 
+    /* One slot per possible descriptor number. The caller raises the limit; we only read it. */
     struct rlimit limit;
     getrlimit(RLIMIT_NOFILE, &limit);
-    limit.rlim_cur = limit.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &limit);
     size_t capacity = (size_t)limit.rlim_cur;
     struct connection* connections = calloc(capacity, sizeof *connections);
     int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (!connections || epoll_fd < 0) {
-        perror("yardstick");
-        return 1;
+        int error = errno;
+        free(connections);
+        if (epoll_fd >= 0) close(epoll_fd);
+        errno = error;
+        return -2;
     }
 
     double began = now_seconds();
     long long started = 0, finished = 0, ok = 0, failed = 0, in_flight = 0;
     unsigned long long bytes = 0;
-    static char buffer[65536];
+    static char buffer[65536]; /* static: one call at a time */
     struct epoll_event events[1024];
     while (finished < requests) {
         while (in_flight < concurrency && started < requests) {
@@ -201,22 +192,12 @@ int main(int argc, char** argv) {
             }
         }
     }
-    double wall = now_seconds() - began;
-
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    double cpu = (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec / 1e6 +
-                 (double)usage.ru_stime.tv_sec + (double)usage.ru_stime.tv_usec / 1e6;
-    double rate = wall > 0 ? (double)requests / wall : 0;
-    if (json)
-        printf("{\"stage\":\"yardstick\",\"url\":\"%s\",\"requests\":%lld,\"ok\":%lld,\"failed\":%lld,"
-               "\"bytes_received\":%llu,\"wall_s\":%.6f,\"cpu_s\":%.6f,\"max_rss_kb\":%ld,\"concurrency\":%lld}\n",
-               url, requests, ok, failed, bytes, wall, cpu, usage.ru_maxrss, concurrency);
-    else
-        printf("yardstick: %lld requests to %s in %.3f s (%.0f req/s), %lld ok, %lld failed, "
-               "%llu bytes received, cpu %.2f s\n",
-               requests, url, wall, rate, ok, failed, bytes, cpu);
+    result->wall_s = now_seconds() - began;
+    result->ok = ok;
+    result->failed = failed;
+    result->bytes_received = bytes;
+    result->concurrency = concurrency;
     free(connections);
     close(epoll_fd);
-    return failed ? 1 : 0;
+    return 0;
 }
