@@ -62,8 +62,9 @@ EventLoop::~EventLoop() {
 
 // ---- One turn of the loop ------------------------------------------------------------------------
 
-// run_once is the only place where callbacks and task steps run (asyncio's _run_once says the same
-// of itself). A turn:
+// run_once is the only place where callbacks run and where suspended tasks are resumed (asyncio's
+// _run_once says the same of itself; the one thing that runs elsewhere is the first step of a task
+// started by co_await, inside the step that awaits it, like a function call). A turn:
 //
 //   1. Wait in epoll_wait: not at all if something is ready to run, until the nearest timer if
 //      there is one, for as long as it takes otherwise.
@@ -73,7 +74,7 @@ EventLoop::~EventLoop() {
 //      (a task woken by a future they completed, a call_soon) waits for the next turn, after the
 //      next poll. So a task that keeps waking itself cannot starve the sockets, and every step
 //      starts on the loop's own stack, at depth one. That is why a million co_awaits in a row
-//      cannot overflow the stack: no coroutine ever resumes another one directly.
+//      cannot overflow the stack: no coroutine ever resumes another one (task.hpp).
 //
 // The stale-event problem, and how it is solved
 // ----------------------------------------------

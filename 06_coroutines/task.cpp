@@ -6,15 +6,26 @@
 
 namespace sixways::coroutines::detail {
 
-void TaskBase::start(EventLoop& loop, std::string name) {
+void TaskBase::attach(EventLoop& loop, std::string name) {
     if (started()) throw InvalidStateError("create_task: the task was started already");
     future_.loop_ = &loop;
-    ++loop.tasks_created_;
-    name_ = name.empty() ? "Task-" + std::to_string(loop.tasks_created_) : std::move(name);
+    number_ = ++loop.tasks_created_;
+    name_ = std::move(name);
     next_task_ = loop.first_task_;
     if (next_task_ != nullptr) next_task_->previous_task_ = this;
     loop.first_task_ = this;
+}
+
+void TaskBase::start(EventLoop& loop, std::string name) {
+    attach(loop, std::move(name));
     loop.schedule_step(*this);  // state: scheduled
+}
+
+// The awaiting task's step is running, and holds the only handle to this one (its awaiter), so
+// this task is alive until the step returns.
+void TaskBase::start_now(EventLoop& loop) {
+    attach(loop, {});
+    step();  // state: waiting or done
 }
 
 void TaskBase::unlink_from_loop() {
@@ -106,8 +117,13 @@ bool TaskBase::cancel_task() {
 
 // "<Task pending name=Task-3 wait_for=<Future pending>>": the whole chain of awaits, when a task
 // waits on a task that waits on a future.
+std::string TaskBase::name() const {
+    if (!name_.empty()) return name_;
+    return number_ == 0 ? "(not started)" : "Task-" + std::to_string(number_);
+}
+
 std::string TaskBase::describe() const {
-    std::string text = "<Task " + future_.details() + " name=" + (name_.empty() ? "(not started)" : name_);
+    std::string text = "<Task " + future_.details() + " name=" + name();
     if (waiting_on_ != nullptr) text += " wait_for=" + waiting_on_->to_string();
     return text + ">";
 }

@@ -19,14 +19,21 @@
 //     coroutine, which runs until its next `co_await` on a future that is not done yet.
 //   - That co_await puts the task on the future's list of waiters and suspends. When the future
 //     finishes, it puts the task's next step in the ready queue (future.cpp, FutureState::finish).
-//   - co_await on a Task that was never started starts it first (on the awaiting task's loop) and
-//     then waits for it like any future: `int x = co_await answer();` just works.
+//   - co_await on a Task that was never started runs its first step at once, inside the awaiting
+//     step, like a function call (asyncio's `await coro()` does the same), and then, unless it
+//     finished already, waits for it like any future: `int x = co_await answer();` just works.
+//     create_task, gather and wait_for start their tasks on the next turn instead, so that many
+//     run side by side.
 //
-// No coroutine ever resumes another one directly. A library built on symmetric transfer resumes
-// the awaiting coroutine straight from the finishing one, which is only safe when the compiler
-// turns that into a tail call; g++ 12 does not promise it at -O0, -O1 or under AddressSanitizer,
-// and a long chain of awaits that complete at once then overflows the stack. Here every step
-// starts from run_once, at depth one, whatever came before it.
+// No coroutine ever RESUMES another one. A library built on symmetric transfer resumes the
+// awaiting coroutine straight from the finishing one, which is only safe when the compiler turns
+// that into a tail call; g++ 12 does not promise it at -O0, -O1 or under AddressSanitizer, and a
+// long chain of awaits that complete at once then overflows the stack. Here a suspended coroutine
+// is resumed only by its step, and a step runs only from run_once, at depth one, whatever came
+// before it. Starting a child nests on the stack the way calling a function does: a loop of a
+// million co_awaits runs in constant stack (each child returns before the next starts), and only
+// recursion as deep as the stack allows is allowed, as for any recursive function (Python stops
+// at a depth of 1000).
 //
 // The invariant (asyncio writes it in tasks.py): a started task that is not done is, at any time,
 // in exactly one of three states:
@@ -72,6 +79,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
@@ -94,9 +102,11 @@ public:
     // Hands the task to `loop` and schedules its first step. Throws InvalidStateError if it was
     // handed to a loop already.
     void start(EventLoop& loop, std::string name);
+    // Hands the task to `loop` and runs its first step now (co_await on an unstarted task).
+    void start_now(EventLoop& loop);
     bool started() const { return future_.loop() != nullptr; }
     EventLoop* loop() const { return future_.loop(); }
-    const std::string& name() const { return name_; }
+    std::string name() const;
 
     // One step: resume the coroutine until it waits on a pending future or finishes. Called only
     // by the loop's run_once.
@@ -125,6 +135,7 @@ protected:
 
 private:
     friend class sixways::coroutines::detail::FutureState;  // links waiters through next_waiter_
+    void attach(EventLoop& loop, std::string name);
     void complete();
     void unlink_from_loop();
 
@@ -135,7 +146,8 @@ private:
     TaskBase* previous_task_ = nullptr;  // the loop's list of started tasks
     TaskBase* next_task_ = nullptr;
     std::exception_ptr failure_;
-    std::string name_;
+    std::string name_;             // as given to create_task; empty: "Task-<number_>"
+    std::uint64_t number_ = 0;     // counts the loop's tasks, from 1; 0 until started
     bool first_step_done_ = false;
     bool must_cancel_ = false;
 };
@@ -202,7 +214,8 @@ public:
     std::suspend_always final_suspend() const noexcept { return {}; }
     void unhandled_exception() { task_->store_failure(std::current_exception()); }
 
-    // The only things a task can co_await: a Future, or a Task (started here if it was not yet).
+    // The only things a task can co_await: a Future, or a Task (whose first step runs here, now,
+    // if it had not started).
     template <class U>
     FutureAwaiter<U> await_transform(const Future<U>& future) {
         return FutureAwaiter<U>(future.state_, *task_, false);
@@ -225,7 +238,7 @@ public:
 protected:
     template <class U>
     void start_if_needed(const Task<U>& task) {
-        if (!task.started()) task.task_state().start(*task_->loop(), {});
+        if (!task.started()) task.task_state().start_now(*task_->loop());
     }
     TaskBase* task_ = nullptr;
 };
@@ -261,7 +274,7 @@ public:
     // Handed to a loop yet (by create_task, co_await, gather, wait_for or run_until_complete)?
     bool started() const { return task_state().started(); }
     // "Task-3", or the name given to create_task.
-    const std::string& name() const { return task_state().name(); }
+    std::string name() const { return task_state().name(); }
 
 private:
     // A task's result is what its coroutine returns: nobody else may set it.

@@ -1,0 +1,227 @@
+// The event loop on its own: callbacks, timers, descriptors, and the stale-event guard.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "06_coroutines/event_loop.hpp"
+#include "06_coroutines/tests/helpers.hpp"
+
+namespace sixways::coroutines {
+namespace {
+
+using namespace std::chrono_literals;
+using testing_support::socket_pair;
+
+class EventLoopTest : public testing_support::LeakCheckedTest {};
+
+TEST_F(EventLoopTest, CallSoonRunsTheCallbackOnALaterTurnNeverInsideTheCall) {
+    EventLoop loop;
+    std::vector<std::string> order;
+    loop.call_soon([&] {
+        order.push_back("first");
+        loop.call_soon([&] {
+            order.push_back("third");
+            loop.stop();
+        });
+        order.push_back("first, still");  // the callback scheduled above has not run yet
+    });
+    loop.call_soon([&] { order.push_back("second"); });
+    EXPECT_TRUE(order.empty());
+    loop.run_forever();
+    EXPECT_EQ(order, (std::vector<std::string>{"first", "first, still", "second", "third"}));
+}
+
+TEST_F(EventLoopTest, TimersRunInDeadlineOrderAndEqualDeadlinesInSchedulingOrder) {
+    EventLoop loop;
+    std::vector<int> order;
+    const Clock::time_point now = loop.time();
+    loop.call_at(now + 30ms, [&] {
+        order.push_back(3);
+        loop.stop();
+    });
+    loop.call_at(now + 10ms, [&] { order.push_back(1); });
+    loop.call_at(now + 20ms, [&] { order.push_back(2); });
+    loop.call_at(now + 10ms, [&] { order.push_back(11); });  // same deadline as 1, scheduled later
+    loop.run_forever();
+    EXPECT_EQ(order, (std::vector<int>{1, 11, 2, 3}));
+}
+
+TEST_F(EventLoopTest, ATimerNeverRunsBeforeItsDeadline) {
+    EventLoop loop;
+    // 1.5 ms: epoll_wait counts whole milliseconds, so the loop must round the wait up, not down.
+    for (const Duration delay : {Duration(1500us), Duration(1ms), Duration(0)}) {
+        TimerHandle timer;
+        bool on_time = false;
+        timer = loop.call_later(delay, [&] {
+            on_time = loop.time() >= timer.when();
+            loop.stop();
+        });
+        loop.run_forever();
+        EXPECT_TRUE(on_time) << "delay " << delay.count() << " ns";
+    }
+}
+
+TEST_F(EventLoopTest, ACancelledTimerNeverRunsEvenWhenItIsDueInTheSameTurn) {
+    EventLoop loop;
+    const Clock::time_point when = loop.time() + 5ms;
+    bool second_ran = false;
+    TimerHandle second;
+    loop.call_at(when, [&] { second.cancel(); });  // both are due in the same turn; this one first
+    second = loop.call_at(when, [&] { second_ran = true; });
+    loop.call_at(when + 5ms, [&] { loop.stop(); });
+    loop.run_forever();
+    EXPECT_FALSE(second_ran);
+    EXPECT_TRUE(second.cancelled());
+    second.cancel();  // twice: nothing happens
+}
+
+TEST_F(EventLoopTest, ARunForeverWithNothingToWaitForThrowsInsteadOfHanging) {
+    EventLoop loop;
+    EXPECT_THROW(loop.run_forever(), std::logic_error);
+    TimerHandle timer = loop.call_later(1h, [] {});
+    timer.cancel();  // a cancelled timer is nothing to wait for either
+    EXPECT_THROW(loop.run_forever(), std::logic_error);
+}
+
+TEST_F(EventLoopTest, ACallbackThatThrowsIsReportedAndTheLoopGoesOn) {
+    EventLoop loop;
+    bool next_ran = false;
+    loop.call_soon([] { throw std::runtime_error("boom"); });
+    loop.call_soon([&] {
+        next_ran = true;
+        loop.stop();
+    });
+    testing::internal::CaptureStderr();
+    loop.run_forever();
+    const std::string errors = testing::internal::GetCapturedStderr();
+    EXPECT_TRUE(next_ran);
+    EXPECT_NE(errors.find("Exception in callback: boom"), std::string::npos) << errors;
+}
+
+TEST_F(EventLoopTest, AReaderIsCalledEveryTurnWhileDataIsUnreadAndNeverAfterItsRemoval) {
+    EventLoop loop;
+    auto [ours, theirs] = socket_pair();
+    ASSERT_EQ(::write(theirs, "x", 1), 1);
+    int calls = 0;
+    loop.add_reader(ours, [&] {
+        if (++calls == 3) {
+            EXPECT_TRUE(loop.remove_reader(ours));  // a callback may remove itself
+            loop.call_later(5ms, [&] { loop.stop(); });
+        }
+    });
+    loop.run_forever();
+    EXPECT_EQ(calls, 3);  // level-triggered: called on each turn while the byte was unread
+    EXPECT_FALSE(loop.remove_reader(ours));
+    ::close(ours);
+    ::close(theirs);
+}
+
+TEST_F(EventLoopTest, AWriterAndAReaderOfOneDescriptorAreIndependent) {
+    EventLoop loop;
+    auto [ours, theirs] = socket_pair();
+    bool wrote = false;
+    bool read = false;
+    loop.add_reader(ours, [&] {
+        char byte;
+        EXPECT_EQ(::read(ours, &byte, 1), 1);
+        read = true;
+        loop.remove_reader(ours);
+        loop.stop();
+    });
+    loop.add_writer(ours, [&] {
+        EXPECT_EQ(::write(ours, "y", 1), 1);
+        wrote = true;
+        loop.remove_writer(ours);  // the reader stays
+        EXPECT_EQ(::write(theirs, "z", 1), 1);
+    });
+    loop.run_forever();
+    EXPECT_TRUE(wrote);
+    EXPECT_TRUE(read);
+    ::close(ours);
+    ::close(theirs);
+}
+
+// Two readable sockets, so one epoll_wait reports both. Whichever callback runs first removes the
+// other's reader and closes its socket: the other's event, already in the batch, must be dropped.
+TEST_F(EventLoopTest, AnEventForADescriptorRemovedEarlierInTheSameBatchIsDropped) {
+    EventLoop loop;
+    auto [a, a_peer] = socket_pair();
+    auto [b, b_peer] = socket_pair();
+    ASSERT_EQ(::write(a_peer, "x", 1), 1);
+    ASSERT_EQ(::write(b_peer, "x", 1), 1);
+    int calls = 0;
+    int fd_a = a;
+    int fd_b = b;
+    auto close_other = [&](int self, int other) {
+        ++calls;
+        loop.remove_reader(self);
+        loop.remove_reader(other);
+        ::close(other);
+        loop.call_later(5ms, [&] { loop.stop(); });
+    };
+    loop.add_reader(fd_a, [&] { close_other(fd_a, fd_b); });
+    loop.add_reader(fd_b, [&] { close_other(fd_b, fd_a); });
+    loop.run_forever();
+    EXPECT_EQ(calls, 1);
+    // One of a and b is closed already; close the survivor and the peers.
+    if (::fcntl(fd_a, F_GETFD) != -1) ::close(fd_a);
+    if (::fcntl(fd_b, F_GETFD) != -1) ::close(fd_b);
+    ::close(a_peer);
+    ::close(b_peer);
+}
+
+// As above, but the first callback also puts a new, silent socket under the number it just
+// closed and watches it. The old socket's event, still in the batch, carries the same number: it
+// must not reach the new socket's reader, which would then read a socket that has nothing to say.
+TEST_F(EventLoopTest, AnEventForADescriptorNumberReusedInTheSameBatchDoesNotReachTheNewSocket) {
+    EventLoop loop;
+    auto [a, a_peer] = socket_pair();
+    auto [b, b_peer] = socket_pair();
+    ASSERT_EQ(::write(a_peer, "x", 1), 1);
+    ASSERT_EQ(::write(b_peer, "x", 1), 1);
+    auto [fresh, fresh_peer] = socket_pair();  // never written to
+    int fd_a = a;
+    int fd_b = b;
+    int first_calls = 0;
+    int fresh_calls = 0;
+    auto replace_other = [&](int self, int other) {
+        ++first_calls;
+        loop.remove_reader(self);
+        loop.remove_reader(other);
+        ASSERT_EQ(::dup2(fresh, other), other);  // the number `other` now names the silent socket
+        loop.add_reader(other, [&] { ++fresh_calls; });
+        loop.call_later(5ms, [&] { loop.stop(); });
+    };
+    loop.add_reader(fd_a, [&] { replace_other(fd_a, fd_b); });
+    loop.add_reader(fd_b, [&] { replace_other(fd_b, fd_a); });
+    loop.run_forever();
+    EXPECT_EQ(first_calls, 1);
+    EXPECT_EQ(fresh_calls, 0);
+    loop.remove_reader(fd_a);
+    loop.remove_reader(fd_b);
+    for (int fd : {fd_a, fd_b, a_peer, b_peer, fresh, fresh_peer}) ::close(fd);
+}
+
+TEST_F(EventLoopTest, StopEndsRunForeverAfterTheTurnThatIsRunning) {
+    EventLoop loop;
+    bool later_ran = false;
+    loop.call_soon([&] {
+        loop.stop();
+        loop.call_soon([&] { later_ran = true; });  // the next turn: after run_forever returned
+    });
+    loop.run_forever();
+    EXPECT_FALSE(later_ran);
+    loop.call_soon([&] { loop.stop(); });
+    loop.run_forever();  // runs again, and picks up where it left off
+    EXPECT_TRUE(later_ran);
+}
+
+}  // namespace
+}  // namespace sixways::coroutines

@@ -1,0 +1,210 @@
+// Stage 06's fetch. The conformance suite checks what every stage promises; the cases here check
+// what is particular to this one: on_result from inside the loop, the Semaphore's limit, a deadline
+// that names its phase, a clean end (no task left pending), and the memory a request costs while it
+// waits.
+#include <arpa/inet.h>
+#include <malloc.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "06_coroutines/fetch.hpp"
+#include "06_coroutines/gather.hpp"
+#include "06_coroutines/sleep.hpp"
+#include "06_coroutines/socket.hpp"
+#include "06_coroutines/tests/helpers.hpp"
+#include "common/address.hpp"
+#include "common/url.hpp"
+#include "lab/labserver.hpp"
+#include "tests/conformance.hpp"
+
+INSTANTIATE_TEST_SUITE_P(Coroutines, Conformance,
+                         testing::Values(StageUnderTest{"06_coroutines", &sixways::coroutines::fetch_all,
+                                                        STAGE_BINARY}),
+                         StageName());
+
+namespace sixways::coroutines {
+namespace {
+
+using namespace std::chrono_literals;
+
+class FetchTest : public testing_support::LeakCheckedTest {};
+
+Request request_for(const std::string& url_text) {
+    const Url url = parse_url(url_text);
+    return Request{url, resolve(url)};
+}
+
+lab::LabServerOptions on_loopback(Duration delay) {
+    lab::LabServerOptions options;
+    options.hosts = {"127.0.0.1"};
+    options.port = 0;
+    options.delay = delay;
+    return options;
+}
+
+// A listening socket on 127.0.0.1 that never accepts: the kernel completes handshakes into its
+// backlog, so a fetch connects and sends, and then waits for an answer that never comes. It runs
+// on no thread of its own, so it allocates nothing while a test measures memory.
+class SilentServer {
+public:
+    SilentServer() : listener_(Socket::open(AF_INET)) {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        if (::bind(listener_.fd(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+            ::listen(listener_.fd(), 4096) != 0 ||
+            ::getsockname(listener_.fd(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+            throw std::runtime_error("cannot listen on 127.0.0.1");
+        }
+        port_ = ntohs(address.sin_port);
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/silent"; }
+
+private:
+    Socket listener_;
+    std::uint16_t port_ = 0;
+};
+
+TEST_F(FetchTest, CallsOnResultOnceForEachRequestWhenItsResultIsFinal) {
+    lab::LabServer server(on_loopback(10ms));
+    server.start();
+    std::vector<Request> requests;
+    for (int i = 0; i < 20; ++i) requests.push_back(request_for(server.url("/page/" + std::to_string(i))));
+    std::vector<int> calls(requests.size(), 0);
+    bool all_final = true;
+    Options options;
+    options.timeout = 5s;
+    options.on_result = [&](std::size_t index, const Result& result) {
+        ++calls.at(index);
+        all_final = all_final && result.timing.done != Clock::time_point{};
+    };
+    const std::vector<Result> results = fetch_all(requests, options);
+    ASSERT_EQ(results.size(), requests.size());
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        EXPECT_EQ(calls[i], 1) << "request " << i;
+        ASSERT_TRUE(results[i].ok()) << results[i].error_message;
+        EXPECT_NE(results[i].response.body.find("/page/" + std::to_string(i)), std::string::npos);
+    }
+    EXPECT_TRUE(all_final);
+}
+
+// The most requests whose [start, done] intervals overlap at one instant.
+std::size_t most_in_flight(const std::vector<Result>& results) {
+    std::vector<std::pair<Clock::time_point, int>> edges;
+    for (const Result& result : results) {
+        edges.emplace_back(result.timing.start, +1);
+        edges.emplace_back(result.timing.done, -1);
+    }
+    std::sort(edges.begin(), edges.end());  // at equal times, -1 sorts before +1
+    std::size_t now = 0;
+    std::size_t most = 0;
+    for (const auto& [when, change] : edges) {
+        now = static_cast<std::size_t>(static_cast<long>(now) + change);
+        most = std::max(most, now);
+    }
+    return most;
+}
+
+TEST_F(FetchTest, KeepsAtMostConcurrencyRequestsInFlight) {
+    lab::LabServer server(on_loopback(20ms));
+    server.start();
+    const std::vector<Request> requests(8, request_for(server.url("/")));
+    Options options;
+    options.timeout = 5s;
+    options.concurrency = 2;
+    const std::vector<Result> results = fetch_all(requests, options);
+    for (const Result& result : results) ASSERT_TRUE(result.ok()) << result.error_message;
+    EXPECT_EQ(most_in_flight(results), 2u);
+}
+
+TEST_F(FetchTest, ATimeoutNamesThePhaseItInterrupted) {
+    SilentServer server;
+    Options options;
+    options.timeout = 100ms;
+    const std::vector<Result> results = fetch_all({request_for(server.url())}, options);
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].error, ErrorKind::timeout);
+    EXPECT_EQ(results[0].error_message, "timeout after 100 ms while waiting");
+    EXPECT_NE(results[0].timing.sent, Clock::time_point{});  // it got as far as sending
+}
+
+TEST_F(FetchTest, TriesTheNextAddressWhenOneRefuses) {
+    lab::LabServer server(on_loopback(0ms));
+    server.start();
+    Request request = request_for(server.url("/second"));
+    Request refused = request_for("http://127.0.0.1:1/");
+    request.addresses.insert(request.addresses.begin(), refused.addresses.front());
+    const std::vector<Result> results = fetch_all({request}, Options{});
+    ASSERT_TRUE(results[0].ok()) << results[0].error_message;
+    EXPECT_NE(results[0].response.body.find("/second"), std::string::npos);
+}
+
+TEST_F(FetchTest, ARequestWithNoAddressIsAResolveError) {
+    Request request = request_for("http://127.0.0.1:1/");
+    request.addresses.clear();
+    const std::vector<Result> results = fetch_all({request}, Options{});
+    EXPECT_EQ(results[0].error, ErrorKind::resolve);
+}
+
+TEST_F(FetchTest, ARunEndsWithNoTaskLeftPendingAndNothingSaidOnStderr) {
+    lab::LabServer server(on_loopback(5ms));
+    server.start();
+    std::vector<Request> requests(100, request_for(server.url("/")));
+    requests.push_back(request_for(server.url("/fault/hang")));
+    requests.push_back(request_for(server.url("/fault/reset")));
+    Options options;
+    options.timeout = 300ms;
+    options.concurrency = 30;
+    testing::internal::CaptureStderr();
+    const std::vector<Result> results = fetch_all(requests, options);
+    const std::string errors = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(errors, "");
+    for (std::size_t i = 0; i < 100; ++i) EXPECT_TRUE(results[i].ok()) << results[i].error_message;
+    EXPECT_EQ(results[100].error, ErrorKind::timeout);
+    EXPECT_EQ(results[101].error, ErrorKind::receive);
+}
+
+// What one request costs while it waits for its answer: its coroutine frames (fetch, the
+// exchange, wait_for, sock_recv), their task states, the parser, its timer. Measured as the growth
+// of the heap with glibc's mallinfo2 (AddressSanitizer has its own allocator: skipped there).
+TEST_F(FetchTest, ARequestWaitingForItsAnswerCostsAFewKilobytesAtMost) {
+    if (mallinfo2().uordblks == 0) GTEST_SKIP() << "mallinfo2 does not see this allocator";
+    SilentServer server;
+    const Request request = request_for(server.url());
+    constexpr std::size_t count = 200;
+    Options options;
+    options.timeout = 1h;
+    options.body_cap = 0;  // as the command line runs it
+    EventLoop loop;
+    std::vector<Task<Result>> tasks;
+    tasks.reserve(count);
+    std::vector<Request> copies(count, request);  // the requests themselves are not the fetch's cost
+    loop.run_until_complete(sleep(loop, 1ms));     // the loop's own tables are warm
+    const std::size_t before = mallinfo2().uordblks;
+    for (std::size_t i = 0; i < count; ++i) {
+        tasks.push_back(loop.create_task(fetch(loop, std::move(copies[i]), options)));
+    }
+    loop.run_until_complete(sleep(loop, 50ms));  // all connected, all sent, all waiting
+    const std::size_t after = mallinfo2().uordblks;
+    const std::size_t per_request = (after - before) / count;
+    std::printf("heap per request waiting for its answer: %zu bytes\n", per_request);
+    RecordProperty("heap_bytes_per_request_in_flight", static_cast<int>(per_request));
+    EXPECT_LT(per_request, 8u * 1024);
+    for (Task<Result>& task : tasks) task.cancel();
+    for (Task<Result>& task : tasks) EXPECT_THROW(loop.run_until_complete(task), CancelledError);
+}
+
+}  // namespace
+}  // namespace sixways::coroutines

@@ -1,0 +1,158 @@
+// The socket coroutines: what they return, and that a wait that ends early (cancelled, or its
+// task destroyed) leaves no registration in epoll and no descriptor open.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "06_coroutines/socket.hpp"
+#include "06_coroutines/tests/helpers.hpp"
+
+namespace sixways::coroutines {
+namespace {
+
+using testing_support::Counted;
+using testing_support::epoll_watches;
+using testing_support::run_one_turn;
+using testing_support::socket_pair;
+
+class SocketTest : public testing_support::LeakCheckedTest {};
+
+Task<std::string> receive_all(EventLoop& loop, int fd) {
+    std::string all;
+    for (;;) {
+        const std::string data = co_await sock_recv(loop, fd, 4096);
+        if (data.empty()) co_return all;
+        all += data;
+    }
+}
+
+TEST_F(SocketTest, SockRecvReturnsWhatArrivedAndAnEmptyStringAtTheEndOfTheStream) {
+    EventLoop loop;
+    auto [ours, theirs] = socket_pair();
+    Task<std::string> receiving = loop.create_task(receive_all(loop, ours));
+    run_one_turn(loop);  // nothing has arrived: it waits
+    EXPECT_TRUE(epoll_watches(ours));
+    ASSERT_EQ(::write(theirs, "hello", 5), 5);
+    run_one_turn(loop);
+    ::close(theirs);
+    EXPECT_EQ(loop.run_until_complete(receiving), "hello");
+    EXPECT_FALSE(epoll_watches(ours));
+    ::close(ours);
+}
+
+TEST_F(SocketTest, SockSendallSendsEverythingEvenWhenTheSendBufferFillsUp) {
+    EventLoop loop;
+    auto [ours, theirs] = socket_pair();
+    std::string big(4 * 1024 * 1024, 'x');  // far more than a socket buffer holds
+    for (std::size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>('a' + i / 4096 % 26);
+    auto send_then_close = [](EventLoop& l, int fd, std::string data) -> Task<void> {
+        co_await sock_sendall(l, fd, std::move(data));
+        ::shutdown(fd, SHUT_WR);
+    };
+    Task<void> sending = loop.create_task(send_then_close(loop, ours, big));
+    EXPECT_EQ(loop.run_until_complete(receive_all(loop, theirs)), big);
+    loop.run_until_complete(sending);
+    ::close(ours);
+    ::close(theirs);
+}
+
+TEST_F(SocketTest, SockRecvReportsAResetAsASocketError) {
+    EventLoop loop;
+    // A TCP connection on loopback, so that the peer can reset it (SO_LINGER 0, then close).
+    Socket listener = Socket::open(AF_INET);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    ASSERT_EQ(::bind(listener.fd(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(::listen(listener.fd(), 1), 0);
+    ASSERT_EQ(::getsockname(listener.fd(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+    Address target;
+    std::memcpy(&target.storage, &address, sizeof address);
+    target.length = sizeof address;
+    Socket client = Socket::open(AF_INET);
+    loop.run_until_complete(sock_connect(loop, client.fd(), target));
+    Socket server(::accept(listener.fd(), nullptr, nullptr));
+    ASSERT_TRUE(server);
+    const linger reset{1, 0};
+    ::setsockopt(server.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    server.close();
+    try {
+        loop.run_until_complete(sock_recv(loop, client.fd(), 100));
+        ADD_FAILURE() << "no error";
+    } catch (const SocketError& error) {
+        EXPECT_EQ(error.error_number(), ECONNRESET);
+        EXPECT_STREQ(error.what(), "recv: Connection reset by peer");
+    }
+}
+
+TEST_F(SocketTest, SockConnectReportsARefusedConnection) {
+    EventLoop loop;
+    // A port that nobody listens on: bind one, and never listen.
+    Socket placeholder = Socket::open(AF_INET);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    ASSERT_EQ(::bind(placeholder.fd(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(::getsockname(placeholder.fd(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+    Address target;
+    std::memcpy(&target.storage, &address, sizeof address);
+    target.length = sizeof address;
+    Socket client = Socket::open(AF_INET);
+    try {
+        loop.run_until_complete(sock_connect(loop, client.fd(), target));
+        ADD_FAILURE() << "connected";
+    } catch (const SocketError& error) {
+        EXPECT_STREQ(error.what(), "connect: Connection refused");
+    }
+    EXPECT_FALSE(epoll_watches(client.fd()));
+}
+
+TEST_F(SocketTest, CancellingASocketWaitRemovesItsRegistrationFromEpoll) {
+    EventLoop loop;
+    auto [ours, theirs] = socket_pair();
+    Task<std::string> receiving = loop.create_task(sock_recv(loop, ours, 100));
+    run_one_turn(loop);
+    ASSERT_TRUE(epoll_watches(ours));
+    receiving.cancel();
+    EXPECT_THROW(loop.run_until_complete(receiving), CancelledError);
+    EXPECT_FALSE(epoll_watches(ours));
+    EXPECT_THROW(loop.run_forever(), std::logic_error);  // nothing registered, nothing to wait for
+    ::close(ours);
+    ::close(theirs);
+}
+
+Task<void> own_socket_and_wait(EventLoop& loop, int fd, Counted held) {
+    Socket socket(fd);  // closed when this frame goes, however it goes
+    Counted local(held.value);
+    co_await sock_recv(loop, socket.fd(), 100);
+}
+
+TEST_F(SocketTest, DestroyingAPendingTaskClosesTheSocketItOwnedAndUnregistersIt) {
+    EventLoop loop;
+    auto [ours, theirs] = socket_pair();
+    const int alive = Counted::alive();
+    std::optional<Task<void>> task = loop.create_task(own_socket_and_wait(loop, ours, Counted(1)));
+    run_one_turn(loop);
+    ASSERT_TRUE(epoll_watches(ours));
+    testing::internal::CaptureStderr();
+    task.reset();
+    const std::string errors = testing::internal::GetCapturedStderr();
+    EXPECT_NE(errors.find("Task was destroyed but it is pending!"), std::string::npos);
+    EXPECT_EQ(Counted::alive(), alive);
+    EXPECT_FALSE(epoll_watches(ours));
+    char byte;
+    EXPECT_EQ(::read(theirs, &byte, 1), 0);  // the peer sees the end of the stream: `ours` closed
+    ::close(theirs);
+}
+
+}  // namespace
+}  // namespace sixways::coroutines
