@@ -1,12 +1,13 @@
 // Memory per request in flight: what one more waiting request costs each stage.
 //
 // Every benchmark starts N = 500 requests at once against a lab server that waits 500 ms before
-// each answer, and takes a sample when the first result arrives (in on_result): at that moment the
-// other N - 1 requests are connected, have sent their GET and are waiting for its answer, the
-// state in which a request spends nearly all its life with a slow server. The sample is checked
-// afterwards from the results' timings: if not every request was in flight at that moment (a
-// machine too busy to start them all within the delay), the benchmark stops with an error rather
-// than divide by the wrong number.
+// each answer, and takes a sample 250 ms later, from a thread of its own: by then every request is
+// connected, has sent its GET and is waiting for the answer, the state in which a request spends
+// nearly all its life with a slow server, and none has finished. That is checked afterwards from
+// the results' timings; if it does not hold (a machine too busy to start them all within 250 ms),
+// the benchmark stops with an error rather than divide by the wrong number. (A sample taken at the
+// first result instead would catch other requests half-way through reading their answers, which
+// arrive together, and vary from run to run.)
 //
 // What is counted
 //   heap_live: bytes allocated with operator new (this file replaces the global one; every
@@ -21,12 +22,14 @@
 //   For stage 02, its threads' stacks, which are not allocated with operator new: for each thread,
 //     from inside its on_result call, pthread_getattr_np gives the stack the stage asked for and its
 //     guard page (stack_reserved, address space) and mincore() says how many of those pages are in
-//     memory (stack_resident: the pages the thread touched, its peak). The sum heap_live +
-//     stack_resident is what a thread per request costs in memory.
+//     memory (stack_resident: the pages the thread touched by the end of its request, its peak,
+//     including the thread's descriptor and thread-local storage, which glibc keeps at the top of
+//     the stack). The sum heap_live + stack_resident is what a thread per request costs in memory.
 // What is not counted
 //   The kernel's side: each socket's buffers and structures, and for 02 each thread's kernel stack
 //   and task structure; memory taken with malloc() directly instead of operator new (the C
-//   library's own, e.g. by pthread_getattr_np); and the requests vector, which the caller owns.
+//   library's own, e.g. by pthread_getattr_np, and the per-thread arenas malloc keeps for 02's
+//   threads); and the requests vector, which the caller owns.
 //   The lab server runs in a child process (forked before the first benchmark), so none of its
 //   allocations are counted.
 //
@@ -50,6 +53,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/support.hpp"
@@ -139,6 +143,7 @@ using sixways::Result;
 
 constexpr std::size_t requests_in_flight = 500;
 constexpr auto server_delay = std::chrono::milliseconds(500);
+constexpr auto sample_after = server_delay / 2;
 
 // ---- The lab server, in a child process ----
 
@@ -205,28 +210,25 @@ const ServerProcess& lab_server() {
 
 // ---- The sample ----
 
-// What on_result records. on_result holds only a pointer to this, so that copying the Options
-// (stage 06 copies them into every request's coroutine) does not allocate: the benchmark must not
-// add to what it measures.
+// The sample, and what on_result records for stage 02. on_result holds only a pointer to this, so
+// that copying the Options (stage 06 copies them into every request's coroutine) does not
+// allocate: the benchmark must not add to what it measures.
 struct Sample {
     bool measure_thread_stack = false;  // stage 02: look at the calling thread's stack too
 
-    std::atomic<bool> taken{false};
-    std::int64_t live_at_first = 0;  // live heap bytes at the first result
-    Clock::time_point when;          // when the sample was taken
-    Clock::time_point first_done;    // when the first result became final
+    std::int64_t live_bytes_then = 0;  // live heap bytes at the sample
+    Clock::time_point when;            // when the sample was taken
 
     std::atomic<std::int64_t> stack_reserved{0};  // the largest stack + guard seen
     std::atomic<std::int64_t> stack_resident{0};  // sum over the threads measured
     std::atomic<std::int64_t> stacks_measured{0};
 
-    void on_result(const Result& result) {
-        bool expected = false;
-        if (taken.compare_exchange_strong(expected, true)) {
-            live_at_first = live_bytes.load();
-            when = Clock::now();
-            first_done = result.timing.done;
-        }
+    void take() {
+        live_bytes_then = live_bytes.load();
+        when = Clock::now();
+    }
+
+    void on_result() {
         if (measure_thread_stack) measure_stack();
     }
 
@@ -258,13 +260,12 @@ struct Sample {
     }
 };
 
-// Requests in flight at the sample: started before it, and finished no earlier than the first
-// result (which counts itself).
+// Requests that had started (their first connect) and were not final when the sample was taken.
 std::size_t in_flight_at(const Sample& sample, const std::vector<Result>& results) {
     std::size_t count = 0;
     for (const Result& result : results) {
         if (result.timing.start != Clock::time_point{} && result.timing.start <= sample.when &&
-            result.timing.done >= sample.first_done) {
+            result.timing.done > sample.when) {
             ++count;
         }
     }
@@ -280,7 +281,12 @@ void memory_benchmark(benchmark::State& state, sixways::bench::FetchAllFunction 
         Sample sample;
         sample.measure_thread_stack = measure_thread_stack;
         Options options;  // all at once
-        options.on_result = [sample = &sample](std::size_t, const Result& result) { sample->on_result(result); };
+        options.on_result = [sample = &sample](std::size_t, const Result&) { sample->on_result(); };
+        // Started before the counts below are read, so that its own allocation is in the baseline.
+        std::thread sampler([&sample] {
+            std::this_thread::sleep_for(sample_after);
+            sample.take();
+        });
 
         const std::int64_t live_before = live_bytes.load();
         const std::int64_t allocated_before = allocated_bytes.load();
@@ -288,6 +294,7 @@ void memory_benchmark(benchmark::State& state, sixways::bench::FetchAllFunction 
         const std::vector<Result> results = fetch_all(requests, options);
         const std::int64_t allocated_during = allocated_bytes.load() - allocated_before;
         const std::int64_t count_during = allocation_count.load() - count_before;
+        sampler.join();
 
         const std::string wrong = sixways::bench::first_wrong_result(requests, results);
         if (!wrong.empty()) {
@@ -296,14 +303,13 @@ void memory_benchmark(benchmark::State& state, sixways::bench::FetchAllFunction 
         }
         const std::size_t in_flight = in_flight_at(sample, results);
         if (in_flight != n) {
-            const std::string message = "only " + std::to_string(in_flight) + " of " +
-                                        std::to_string(n) +
-                                        " requests were in flight at the sample: the machine is too "
-                                        "busy to start them all within the server's delay";
+            const std::string message = std::to_string(in_flight) + " of " + std::to_string(n) +
+                                        " requests were in flight at the sample: the machine is "
+                                        "too busy to start them all in time";
             state.SkipWithError(message.c_str());
             break;
         }
-        heap_live = static_cast<double>(sample.live_at_first - live_before) / static_cast<double>(n);
+        heap_live = static_cast<double>(sample.live_bytes_then - live_before) / static_cast<double>(n);
         heap_allocated = static_cast<double>(allocated_during) / static_cast<double>(n);
         allocations = static_cast<double>(count_during) / static_cast<double>(n);
         if (measure_thread_stack && sample.stacks_measured.load() > 0) {

@@ -27,7 +27,7 @@ namespace {
 namespace co = sixways::coroutines;
 using sixways::generators::Generator;
 
-constexpr double seconds_per_benchmark = 0.5;
+constexpr double seconds_per_benchmark = 0.2;
 
 // ---- Threads (stage 02) ----
 
