@@ -189,9 +189,7 @@ int EventLoop::poll_timeout_ms() {
     return static_cast<int>(std::min<decltype(ms)>(ms, INT_MAX));
 }
 
-bool EventLoop::has_work() const {
-    return !ready_.empty() || watching_ > 0 || timers_.size() > cancelled_in_heap_;
-}
+bool EventLoop::has_work() const { return !ready_.empty() || watching_ > 0 || pending_timers() > 0; }
 
 void EventLoop::run_forever() {
     if (running_) throw std::logic_error("run_forever: the loop is already running");
@@ -262,6 +260,7 @@ void EventLoop::update_registration(int fd) {
         // nothing is left to undo, and removal must not throw.
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
         watch.registered = 0;
+        --registered_;
         return;
     }
     const bool adding = watch.registered == 0;
@@ -276,7 +275,10 @@ void EventLoop::update_registration(int fd) {
         }
         return;  // a removal that narrowed the set: leave it, run_io ignores the unwanted side
     }
-    if (adding) ++watch.generation;
+    if (adding) {
+        ++watch.generation;
+        ++registered_;
+    }
     watch.registered = wanted;
 }
 

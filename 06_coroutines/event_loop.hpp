@@ -152,6 +152,11 @@ public:
     void stop() { stopping_ = true; }
     bool is_running() const { return running_; }
 
+    // What the loop would wait for, for tests and for debugging a program that hangs: timers not
+    // cancelled, and descriptors with a reader or a writer.
+    std::size_t pending_timers() const { return timers_.size() - cancelled_in_heap_; }
+    std::size_t watched_descriptors() const { return registered_; }
+
 private:
     friend class TimerHandle;
     friend class detail::FutureState;
@@ -204,6 +209,7 @@ private:
     int epoll_fd_ = -1;
     std::vector<Watch> watches_;  // indexed by descriptor number: O(1), no hashing
     std::size_t watching_ = 0;    // readers + writers registered
+    std::size_t registered_ = 0;  // descriptors in epoll
     std::array<epoll_event, 1024> events_{};
 
     std::vector<std::shared_ptr<detail::Timer>> timers_;  // a min-heap on (when, sequence)

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "06_coroutines/event_loop.hpp"
@@ -107,7 +108,9 @@ TEST_F(EventLoopTest, ACallbackThatThrowsIsReportedAndTheLoopGoesOn) {
 
 TEST_F(EventLoopTest, AReaderIsCalledEveryTurnWhileDataIsUnreadAndNeverAfterItsRemoval) {
     EventLoop loop;
-    auto [ours, theirs] = socket_pair();
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
     ASSERT_EQ(::write(theirs, "x", 1), 1);
     int calls = 0;
     loop.add_reader(ours, [&] {
@@ -125,7 +128,9 @@ TEST_F(EventLoopTest, AReaderIsCalledEveryTurnWhileDataIsUnreadAndNeverAfterItsR
 
 TEST_F(EventLoopTest, AWriterAndAReaderOfOneDescriptorAreIndependent) {
     EventLoop loop;
-    auto [ours, theirs] = socket_pair();
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
     bool wrote = false;
     bool read = false;
     loop.add_reader(ours, [&] {
@@ -152,8 +157,12 @@ TEST_F(EventLoopTest, AWriterAndAReaderOfOneDescriptorAreIndependent) {
 // other's reader and closes its socket: the other's event, already in the batch, must be dropped.
 TEST_F(EventLoopTest, AnEventForADescriptorRemovedEarlierInTheSameBatchIsDropped) {
     EventLoop loop;
-    auto [a, a_peer] = socket_pair();
-    auto [b, b_peer] = socket_pair();
+    int a = -1;
+    int a_peer = -1;
+    std::tie(a, a_peer) = socket_pair();
+    int b = -1;
+    int b_peer = -1;
+    std::tie(b, b_peer) = socket_pair();
     ASSERT_EQ(::write(a_peer, "x", 1), 1);
     ASSERT_EQ(::write(b_peer, "x", 1), 1);
     int calls = 0;
@@ -182,11 +191,17 @@ TEST_F(EventLoopTest, AnEventForADescriptorRemovedEarlierInTheSameBatchIsDropped
 // must not reach the new socket's reader, which would then read a socket that has nothing to say.
 TEST_F(EventLoopTest, AnEventForADescriptorNumberReusedInTheSameBatchDoesNotReachTheNewSocket) {
     EventLoop loop;
-    auto [a, a_peer] = socket_pair();
-    auto [b, b_peer] = socket_pair();
+    int a = -1;
+    int a_peer = -1;
+    std::tie(a, a_peer) = socket_pair();
+    int b = -1;
+    int b_peer = -1;
+    std::tie(b, b_peer) = socket_pair();
     ASSERT_EQ(::write(a_peer, "x", 1), 1);
     ASSERT_EQ(::write(b_peer, "x", 1), 1);
-    auto [fresh, fresh_peer] = socket_pair();  // never written to
+    int fresh = -1;
+    int fresh_peer = -1;
+    std::tie(fresh, fresh_peer) = socket_pair();  // never written to
     int fd_a = a;
     int fd_b = b;
     int first_calls = 0;

@@ -37,6 +37,8 @@ namespace sixways::coroutines {
 namespace {
 
 using namespace std::chrono_literals;
+using testing_support::expect_loop_is_clean;
+using testing_support::run_within;
 
 class FetchTest : public testing_support::LeakCheckedTest {};
 
@@ -191,19 +193,20 @@ TEST_F(FetchTest, ARequestWaitingForItsAnswerCostsAFewKilobytesAtMost) {
     std::vector<Task<Result>> tasks;
     tasks.reserve(count);
     std::vector<Request> copies(count, request);  // the requests themselves are not the fetch's cost
-    loop.run_until_complete(sleep(loop, 1ms));     // the loop's own tables are warm
+    run_within(loop, sleep(loop, 1ms));     // the loop's own tables are warm
     const std::size_t before = mallinfo2().uordblks;
     for (std::size_t i = 0; i < count; ++i) {
         tasks.push_back(loop.create_task(fetch(loop, std::move(copies[i]), options)));
     }
-    loop.run_until_complete(sleep(loop, 50ms));  // all connected, all sent, all waiting
+    run_within(loop, sleep(loop, 50ms));  // all connected, all sent, all waiting
     const std::size_t after = mallinfo2().uordblks;
     const std::size_t per_request = (after - before) / count;
     std::printf("heap per request waiting for its answer: %zu bytes\n", per_request);
     RecordProperty("heap_bytes_per_request_in_flight", static_cast<int>(per_request));
     EXPECT_LT(per_request, 8u * 1024);
     for (Task<Result>& task : tasks) task.cancel();
-    for (Task<Result>& task : tasks) EXPECT_THROW(loop.run_until_complete(task), CancelledError);
+    for (Task<Result>& task : tasks) EXPECT_THROW(run_within(loop, task), CancelledError);
+    expect_loop_is_clean(loop);
 }
 
 }  // namespace

@@ -15,7 +15,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing_support::Counted;
+using testing_support::expect_loop_is_clean;
 using testing_support::run_one_turn;
+using testing_support::run_within;
 
 class GatherTest : public testing_support::LeakCheckedTest {};
 class WaitForTest : public testing_support::LeakCheckedTest {};
@@ -48,13 +50,13 @@ TEST_F(GatherTest, ReturnsTheResultsInTheOrderGivenNotTheOrderTheyFinished) {
     children.push_back(value_after(loop, 1, 3ms));
     children.push_back(value_after(loop, 2, 1ms));
     children.push_back(value_after(loop, 3, 2ms));
-    EXPECT_EQ(loop.run_until_complete(gather(loop, std::move(children))), (std::vector<int>{1, 2, 3}));
+    EXPECT_EQ(run_within(loop, gather(loop, std::move(children))), (std::vector<int>{1, 2, 3}));
 }
 
 TEST_F(GatherTest, OfNothingReturnsNothingAtOnce) {
     EventLoop loop;
-    EXPECT_TRUE(loop.run_until_complete(gather(loop, std::vector<Task<int>>{})).empty());
-    loop.run_until_complete(gather(loop, std::vector<Task<void>>{}));
+    EXPECT_TRUE(run_within(loop, gather(loop, std::vector<Task<int>>{})).empty());
+    run_within(loop, gather(loop, std::vector<Task<void>>{}));
 }
 
 // We chose TaskGroup's rule over asyncio.gather's: the gather owns its children, so it does not
@@ -67,10 +69,10 @@ TEST_F(GatherTest, WithAFailingChildCancelsTheOthersWaitsForThemAndThrowsTheFail
     children.push_back(fail_after(loop, 1ms));
     children.push_back(sleep_and_record(loop, 1h, &ends, Counted(3)));
     Task<int> kept = children[0];  // a handle of our own, to look at it afterwards
-    EXPECT_THROW(loop.run_until_complete(gather(loop, std::move(children))), std::runtime_error);
+    EXPECT_THROW(run_within(loop, gather(loop, std::move(children))), std::runtime_error);
     EXPECT_EQ(ends, (std::vector<std::string>{"cancelled 1", "cancelled 3"}));  // both finished first
     EXPECT_TRUE(kept.cancelled());
-    EXPECT_THROW(loop.run_forever(), std::logic_error);  // and nothing of theirs is left running
+    expect_loop_is_clean(loop);  // and nothing of theirs is left running
 }
 
 TEST_F(GatherTest, WithReturnExceptionsLetsEveryChildFinishAndReturnsEachOutcomeInOrder) {
@@ -81,7 +83,7 @@ TEST_F(GatherTest, WithReturnExceptionsLetsEveryChildFinishAndReturnsEachOutcome
     children.push_back(fail_after(loop, 1ms));
     children.push_back(value_after(loop, 3, 3ms));
     const std::vector<Outcome<int>> outcomes =
-        loop.run_until_complete(gather(loop, std::move(children), return_exceptions));
+        run_within(loop, gather(loop, std::move(children), return_exceptions));
     ASSERT_EQ(outcomes.size(), 3u);
     EXPECT_TRUE(outcomes[0].ok());
     EXPECT_EQ(outcomes[0].value(), 1);
@@ -98,7 +100,7 @@ TEST_F(GatherTest, WithReturnExceptionsReportsACancelledChildAsCancelledError) {
     children.push_back(loop.create_task(sleep(loop, 1ms)));
     children[0].cancel();
     const std::vector<Outcome<void>> outcomes =
-        loop.run_until_complete(gather(loop, std::move(children), return_exceptions));
+        run_within(loop, gather(loop, std::move(children), return_exceptions));
     EXPECT_THROW(outcomes[0].value(), CancelledError);
     EXPECT_TRUE(outcomes[1].ok());
 }
@@ -113,10 +115,10 @@ TEST_F(GatherTest, CancellingTheGatherCancelsEveryChildAndWaitsForThem) {
     run_one_turn(loop);
     run_one_turn(loop);  // the children have started and are sleeping
     EXPECT_TRUE(gathering.cancel());
-    EXPECT_THROW(loop.run_until_complete(gathering), CancelledError);
+    EXPECT_THROW(run_within(loop, gathering), CancelledError);
     EXPECT_TRUE(gathering.cancelled());
     EXPECT_EQ(ends, (std::vector<std::string>{"cancelled 1", "cancelled 2"}));
-    EXPECT_THROW(loop.run_forever(), std::logic_error);
+    expect_loop_is_clean(loop);
 }
 
 TEST_F(GatherTest, WaitsForTasksThatWereStartedAlready) {
@@ -124,12 +126,12 @@ TEST_F(GatherTest, WaitsForTasksThatWereStartedAlready) {
     std::vector<Task<int>> children;
     children.push_back(loop.create_task(value_after(loop, 7, 1ms)));
     children.push_back(value_after(loop, 8, 0ms));
-    EXPECT_EQ(loop.run_until_complete(gather(loop, std::move(children))), (std::vector<int>{7, 8}));
+    EXPECT_EQ(run_within(loop, gather(loop, std::move(children))), (std::vector<int>{7, 8}));
 }
 
 TEST_F(WaitForTest, ReturnsTheResultOfATaskThatFinishesInTime) {
     EventLoop loop;
-    EXPECT_EQ(loop.run_until_complete(wait_for(loop, value_after(loop, 5, 1ms), 1h)), 5);
+    EXPECT_EQ(run_within(loop, wait_for(loop, value_after(loop, 5, 1ms), 1h)), 5);
 }
 
 TEST_F(WaitForTest, AtTheDeadlineCancelsTheTaskWaitsUntilItHasFinishedThenThrowsTimeoutError) {
@@ -137,12 +139,12 @@ TEST_F(WaitForTest, AtTheDeadlineCancelsTheTaskWaitsUntilItHasFinishedThenThrows
     std::vector<std::string> ends;
     Task<int> slow = loop.create_task(sleep_and_record(loop, 1h, &ends, Counted(1)));
     const int alive = Counted::alive();
-    EXPECT_THROW(loop.run_until_complete(wait_for(loop, slow, 5ms)), TimeoutError);
+    EXPECT_THROW(run_within(loop, wait_for(loop, slow, 5ms)), TimeoutError);
     // When wait_for threw, the task had finished: its cleanup ran, its frame is gone.
     EXPECT_TRUE(slow.cancelled());
     EXPECT_EQ(ends, (std::vector<std::string>{"cancelled 1"}));
     EXPECT_EQ(Counted::alive(), alive - 1);
-    EXPECT_THROW(loop.run_forever(), std::logic_error);  // no running child, no timer left
+    expect_loop_is_clean(loop);  // no running child, no timer left
 }
 
 TEST_F(WaitForTest, CancellingWaitForCancelsTheTaskToo) {
@@ -152,7 +154,7 @@ TEST_F(WaitForTest, CancellingWaitForCancelsTheTaskToo) {
     Task<int> waiting = loop.create_task(wait_for(loop, slow, 1h));
     run_one_turn(loop);
     waiting.cancel();
-    EXPECT_THROW(loop.run_until_complete(waiting), CancelledError);  // not TimeoutError
+    EXPECT_THROW(run_within(loop, waiting), CancelledError);  // not TimeoutError
     EXPECT_TRUE(slow.cancelled());
     EXPECT_EQ(ends, (std::vector<std::string>{"cancelled 1"}));
 }
@@ -167,7 +169,7 @@ Task<int> finish_despite_cancel(EventLoop& loop) {
 
 TEST_F(WaitForTest, ReturnsTheResultOfATaskThatFinishedAnywayAfterTheDeadlineCancelledIt) {
     EventLoop loop;
-    EXPECT_EQ(loop.run_until_complete(wait_for(loop, finish_despite_cancel(loop), 1ms)), 9);
+    EXPECT_EQ(run_within(loop, wait_for(loop, finish_despite_cancel(loop), 1ms)), 9);
 }
 
 }  // namespace

@@ -25,6 +25,22 @@ inline void run_one_turn(EventLoop& loop) {
     loop.run_forever();
 }
 
+// run_until_complete with a watchdog. Tests sleep for an hour to mean "until cancelled"; if a
+// cancellation is lost, the test fails after `limit` (run_until_complete throws std::logic_error
+// when the loop stops first) instead of hanging.
+template <class Awaitable>
+auto run_within(EventLoop& loop, Awaitable awaitable, Duration limit = std::chrono::seconds(5)) {
+    auto on_watchdog = [&loop] { loop.stop(); };
+    TimerGuard watchdog(loop.call_later(limit, on_watchdog));
+    return loop.run_until_complete(std::move(awaitable));
+}
+
+// Nothing left behind in the loop: no timer, no descriptor.
+inline void expect_loop_is_clean(const EventLoop& loop) {
+    EXPECT_EQ(loop.pending_timers(), 0u) << "a timer was left behind";
+    EXPECT_EQ(loop.watched_descriptors(), 0u) << "a descriptor is still watched";
+}
+
 
 struct Counted {
     static inline int constructed = 0;

@@ -20,7 +20,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing_support::Counted;
+using testing_support::expect_loop_is_clean;
 using testing_support::run_one_turn;
+using testing_support::run_within;
 
 class QueueTest : public testing_support::LeakCheckedTest {};
 class SemaphoreTest : public testing_support::LeakCheckedTest {};
@@ -36,9 +38,9 @@ TEST_F(QueueTest, GivesItemsFirstInFirstOut) {
     Queue<int> queue(loop);
     for (int i = 1; i <= 3; ++i) queue.put_nowait(i);
     EXPECT_EQ(queue.size(), 3u);
-    EXPECT_EQ(loop.run_until_complete(get_one(&queue)), 1);
+    EXPECT_EQ(run_within(loop, get_one(&queue)), 1);
     EXPECT_EQ(queue.get_nowait(), 2);
-    EXPECT_EQ(loop.run_until_complete(get_one(&queue)), 3);
+    EXPECT_EQ(run_within(loop, get_one(&queue)), 3);
     EXPECT_TRUE(queue.empty());
 }
 
@@ -60,7 +62,7 @@ TEST_F(QueueTest, GetWaitsWhileTheQueueIsEmptyAndGettersAreServedInArrivalOrder)
     EXPECT_FALSE(first.done());
     queue.put_nowait(10);
     queue.put_nowait(20);
-    EXPECT_EQ(loop.run_until_complete(second), 20);
+    EXPECT_EQ(run_within(loop, second), 20);
     EXPECT_EQ(first.result(), 10);
 }
 
@@ -73,9 +75,9 @@ TEST_F(QueueTest, PutWaitsWhileABoundedQueueIsFull) {
     EXPECT_EQ(queue.size(), 2u);
     std::vector<int> got;
     while (got.size() < 4) {
-        got.push_back(loop.run_until_complete(get_one(&queue)));
+        got.push_back(run_within(loop, get_one(&queue)));
     }
-    loop.run_until_complete(producer);
+    run_within(loop, producer);
     EXPECT_EQ(got, (std::vector<int>{1, 2, 3, 4}));
 }
 
@@ -85,9 +87,9 @@ TEST_F(QueueTest, CancellingAWaitingGetTakesNothingAndLeavesNoTrace) {
     Task<int> cancelled = loop.create_task(get_one(&queue));
     run_one_turn(loop);
     cancelled.cancel();
-    EXPECT_THROW(loop.run_until_complete(cancelled), CancelledError);
+    EXPECT_THROW(run_within(loop, cancelled), CancelledError);
     queue.put_nowait(5);
-    EXPECT_EQ(loop.run_until_complete(get_one(&queue)), 5);
+    EXPECT_EQ(run_within(loop, get_one(&queue)), 5);
 }
 
 // put_nowait wakes exactly one getter, the first. If that getter is cancelled before it runs, the
@@ -100,8 +102,8 @@ TEST_F(QueueTest, AGetterWokenAndThenCancelledPassesItsWakeUpToTheNextGetter) {
     run_one_turn(loop);
     queue.put_nowait(1);  // wakes `first`, whose step is now scheduled
     first.cancel();
-    EXPECT_THROW(loop.run_until_complete(first), CancelledError);
-    EXPECT_EQ(loop.run_until_complete(second), 1);
+    EXPECT_THROW(run_within(loop, first), CancelledError);
+    EXPECT_EQ(run_within(loop, second), 1);
 }
 
 TEST_F(QueueTest, AGetterWokenAndThenDestroyedPassesItsWakeUpOnToo) {
@@ -114,7 +116,7 @@ TEST_F(QueueTest, AGetterWokenAndThenDestroyedPassesItsWakeUpOnToo) {
     testing::internal::CaptureStderr();
     first.reset();  // pending: destroyed, with the usual warning
     testing::internal::GetCapturedStderr();
-    EXPECT_EQ(loop.run_until_complete(second), 1);
+    EXPECT_EQ(run_within(loop, second), 1);
 }
 
 TEST_F(QueueTest, HoldsItemsThatAreNotCopyableAndDestroysWhatIsLeft) {
@@ -128,7 +130,7 @@ TEST_F(QueueTest, HoldsItemsThatAreNotCopyableAndDestroysWhatIsLeft) {
             std::unique_ptr<Counted> item = co_await q->get();
             co_return item->value;
         };
-        EXPECT_EQ(loop.run_until_complete(take(&queue)), 1);
+        EXPECT_EQ(run_within(loop, take(&queue)), 1);
         EXPECT_EQ(Counted::alive(), alive + 1);
     }
     EXPECT_EQ(Counted::alive(), alive);
@@ -156,12 +158,12 @@ TEST_F(QueueTest, JoinWaitsUntilEveryItemPutHasBeenMarkedDone) {
     std::vector<Task<void>> workers;
     for (int i = 0; i < 3; ++i) workers.push_back(loop.create_task(worker(&queue, &done)));
     for (int i = 0; i < 10; ++i) queue.put_nowait(i);
-    loop.run_until_complete(join_then_stop_workers(&queue, &workers));
+    run_within(loop, join_then_stop_workers(&queue, &workers));
     EXPECT_EQ(done.size(), 10u);
     for (Task<void>& w : workers) {
-        EXPECT_THROW(loop.run_until_complete(w), CancelledError);
+        EXPECT_THROW(run_within(loop, w), CancelledError);
     }
-    loop.run_until_complete(queue.join());  // nothing unfinished: returns at once
+    run_within(loop, queue.join());  // nothing unfinished: returns at once
     EXPECT_THROW(queue.task_done(), std::logic_error);  // more task_done() than items
 }
 
@@ -179,7 +181,7 @@ TEST_F(SemaphoreTest, LetsAtMostItsValueOfTasksInAtOnce) {
     int most_inside = 0;
     std::vector<Task<void>> tasks;
     for (int i = 0; i < 10; ++i) tasks.push_back(hold_slot(loop, &slots, &inside, &most_inside));
-    loop.run_until_complete(gather(loop, std::move(tasks)));
+    run_within(loop, gather(loop, std::move(tasks)));
     EXPECT_EQ(most_inside, 3);
     EXPECT_EQ(slots.value(), 3u);
 }
@@ -193,7 +195,7 @@ TEST_F(SemaphoreTest, ServesWaitersFirstComeFirstServedAndNewcomersQueueBehindTh
     EventLoop loop;
     Semaphore slots(loop, 1);
     std::vector<int> order;
-    loop.run_until_complete(slots.acquire());
+    run_within(loop, slots.acquire());
     std::vector<Task<void>> waiters;
     for (int id = 1; id <= 3; ++id) waiters.push_back(loop.create_task(acquire_and_log(&slots, &order, id)));
     run_one_turn(loop);
@@ -202,9 +204,9 @@ TEST_F(SemaphoreTest, ServesWaitersFirstComeFirstServedAndNewcomersQueueBehindTh
         slots.release();  // hands the unit straight to the first waiter: value() stays 0
         EXPECT_EQ(slots.value(), 0u);
         Task<void> newcomer = loop.create_task(acquire_and_log(&slots, &order, 10 + i));
-        loop.run_until_complete(waiters[i]);
+        run_within(loop, waiters[i]);
         newcomer.cancel();  // it would have to wait: it must not have overtaken anyone
-        EXPECT_THROW(loop.run_until_complete(newcomer), CancelledError);
+        EXPECT_THROW(run_within(loop, newcomer), CancelledError);
     }
     EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
     slots.release();
@@ -214,11 +216,11 @@ TEST_F(SemaphoreTest, ServesWaitersFirstComeFirstServedAndNewcomersQueueBehindTh
 TEST_F(SemaphoreTest, CancellingAWaitingAcquireTakesNothing) {
     EventLoop loop;
     Semaphore slots(loop, 1);
-    loop.run_until_complete(slots.acquire());
+    run_within(loop, slots.acquire());
     Task<void> waiting = loop.create_task(slots.acquire());
     run_one_turn(loop);
     waiting.cancel();
-    EXPECT_THROW(loop.run_until_complete(waiting), CancelledError);
+    EXPECT_THROW(run_within(loop, waiting), CancelledError);
     slots.release();
     EXPECT_EQ(slots.value(), 1u);
 }
@@ -227,14 +229,14 @@ TEST_F(SemaphoreTest, AWaiterHandedAUnitAndThenCancelledPassesTheUnitOn) {
     EventLoop loop;
     Semaphore slots(loop, 1);
     std::vector<int> order;
-    loop.run_until_complete(slots.acquire());
+    run_within(loop, slots.acquire());
     Task<void> first = loop.create_task(acquire_and_log(&slots, &order, 1));
     Task<void> second = loop.create_task(acquire_and_log(&slots, &order, 2));
     run_one_turn(loop);
     slots.release();  // hands the unit to `first`, whose step is now scheduled
     first.cancel();
-    EXPECT_THROW(loop.run_until_complete(first), CancelledError);
-    loop.run_until_complete(second);
+    EXPECT_THROW(run_within(loop, first), CancelledError);
+    run_within(loop, second);
     EXPECT_EQ(order, (std::vector<int>{2}));
     slots.release();
     EXPECT_EQ(slots.value(), 1u);  // no unit lost, none made up
@@ -247,7 +249,7 @@ TEST_F(SemaphoreTest, AGuardReleasesItsUnitWhenItGoesEvenWhenTheTaskFails) {
         Semaphore::Guard slot = co_await s->guard();
         throw std::runtime_error("failed while holding the unit");
     };
-    EXPECT_THROW(loop.run_until_complete(fail_holding(&slots)), std::runtime_error);
+    EXPECT_THROW(run_within(loop, fail_holding(&slots)), std::runtime_error);
     EXPECT_EQ(slots.value(), 1u);
 }
 

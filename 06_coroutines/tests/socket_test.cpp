@@ -10,6 +10,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "06_coroutines/socket.hpp"
 #include "06_coroutines/tests/helpers.hpp"
@@ -19,7 +20,9 @@ namespace {
 
 using testing_support::Counted;
 using testing_support::epoll_watches;
+using testing_support::expect_loop_is_clean;
 using testing_support::run_one_turn;
+using testing_support::run_within;
 using testing_support::socket_pair;
 
 class SocketTest : public testing_support::LeakCheckedTest {};
@@ -35,21 +38,25 @@ Task<std::string> receive_all(EventLoop& loop, int fd) {
 
 TEST_F(SocketTest, SockRecvReturnsWhatArrivedAndAnEmptyStringAtTheEndOfTheStream) {
     EventLoop loop;
-    auto [ours, theirs] = socket_pair();
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
     Task<std::string> receiving = loop.create_task(receive_all(loop, ours));
     run_one_turn(loop);  // nothing has arrived: it waits
     EXPECT_TRUE(epoll_watches(ours));
     ASSERT_EQ(::write(theirs, "hello", 5), 5);
     run_one_turn(loop);
     ::close(theirs);
-    EXPECT_EQ(loop.run_until_complete(receiving), "hello");
+    EXPECT_EQ(run_within(loop, receiving), "hello");
     EXPECT_FALSE(epoll_watches(ours));
     ::close(ours);
 }
 
 TEST_F(SocketTest, SockSendallSendsEverythingEvenWhenTheSendBufferFillsUp) {
     EventLoop loop;
-    auto [ours, theirs] = socket_pair();
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
     std::string big(4 * 1024 * 1024, 'x');  // far more than a socket buffer holds
     for (std::size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>('a' + i / 4096 % 26);
     auto send_then_close = [](EventLoop& l, int fd, std::string data) -> Task<void> {
@@ -57,8 +64,8 @@ TEST_F(SocketTest, SockSendallSendsEverythingEvenWhenTheSendBufferFillsUp) {
         ::shutdown(fd, SHUT_WR);
     };
     Task<void> sending = loop.create_task(send_then_close(loop, ours, big));
-    EXPECT_EQ(loop.run_until_complete(receive_all(loop, theirs)), big);
-    loop.run_until_complete(sending);
+    EXPECT_EQ(run_within(loop, receive_all(loop, theirs)), big);
+    run_within(loop, sending);
     ::close(ours);
     ::close(theirs);
 }
@@ -78,14 +85,14 @@ TEST_F(SocketTest, SockRecvReportsAResetAsASocketError) {
     std::memcpy(&target.storage, &address, sizeof address);
     target.length = sizeof address;
     Socket client = Socket::open(AF_INET);
-    loop.run_until_complete(sock_connect(loop, client.fd(), target));
+    run_within(loop, sock_connect(loop, client.fd(), target));
     Socket server(::accept(listener.fd(), nullptr, nullptr));
     ASSERT_TRUE(server);
     const linger reset{1, 0};
     ::setsockopt(server.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
     server.close();
     try {
-        loop.run_until_complete(sock_recv(loop, client.fd(), 100));
+        run_within(loop, sock_recv(loop, client.fd(), 100));
         ADD_FAILURE() << "no error";
     } catch (const SocketError& error) {
         EXPECT_EQ(error.error_number(), ECONNRESET);
@@ -108,7 +115,7 @@ TEST_F(SocketTest, SockConnectReportsARefusedConnection) {
     target.length = sizeof address;
     Socket client = Socket::open(AF_INET);
     try {
-        loop.run_until_complete(sock_connect(loop, client.fd(), target));
+        run_within(loop, sock_connect(loop, client.fd(), target));
         ADD_FAILURE() << "connected";
     } catch (const SocketError& error) {
         EXPECT_STREQ(error.what(), "connect: Connection refused");
@@ -118,14 +125,16 @@ TEST_F(SocketTest, SockConnectReportsARefusedConnection) {
 
 TEST_F(SocketTest, CancellingASocketWaitRemovesItsRegistrationFromEpoll) {
     EventLoop loop;
-    auto [ours, theirs] = socket_pair();
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
     Task<std::string> receiving = loop.create_task(sock_recv(loop, ours, 100));
     run_one_turn(loop);
     ASSERT_TRUE(epoll_watches(ours));
     receiving.cancel();
-    EXPECT_THROW(loop.run_until_complete(receiving), CancelledError);
+    EXPECT_THROW(run_within(loop, receiving), CancelledError);
     EXPECT_FALSE(epoll_watches(ours));
-    EXPECT_THROW(loop.run_forever(), std::logic_error);  // nothing registered, nothing to wait for
+    expect_loop_is_clean(loop);  // nothing registered, nothing to wait for
     ::close(ours);
     ::close(theirs);
 }
@@ -138,7 +147,9 @@ Task<void> own_socket_and_wait(EventLoop& loop, int fd, Counted held) {
 
 TEST_F(SocketTest, DestroyingAPendingTaskClosesTheSocketItOwnedAndUnregistersIt) {
     EventLoop loop;
-    auto [ours, theirs] = socket_pair();
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
     const int alive = Counted::alive();
     std::optional<Task<void>> task = loop.create_task(own_socket_and_wait(loop, ours, Counted(1)));
     run_one_turn(loop);
@@ -149,6 +160,7 @@ TEST_F(SocketTest, DestroyingAPendingTaskClosesTheSocketItOwnedAndUnregistersIt)
     EXPECT_NE(errors.find("Task was destroyed but it is pending!"), std::string::npos);
     EXPECT_EQ(Counted::alive(), alive);
     EXPECT_FALSE(epoll_watches(ours));
+    expect_loop_is_clean(loop);
     char byte;
     EXPECT_EQ(::read(theirs, &byte, 1), 0);  // the peer sees the end of the stream: `ours` closed
     ::close(theirs);
