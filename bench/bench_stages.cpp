@@ -4,8 +4,7 @@
 //
 // Reported as items_per_second: requests per second of wall time (UseRealTime: stage 02's work is
 // on its own threads, and the lab server's on another, so the main thread's CPU time would say
-// little). The lab server runs on a thread of its own and takes its share of the two cores; it
-// does the same work for every stage, so the ratios between rows are the ratios between clients.
+// little), and as CPU time per request of the client and of the server (CpuPerRequest below).
 //
 // Every iteration checks every result (a 200 whose body echoes its own path) and stops the
 // benchmark with an error otherwise: a fast wrong answer must not count. The check is inside the
@@ -14,9 +13,13 @@
 //
 //   bench_stages --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
+#include <pthread.h>
+#include <time.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/support.hpp"
@@ -30,11 +33,28 @@ using sixways::Request;
 using sixways::Result;
 using sixways::bench::FetchAllFunction;
 
-// One lab server for the whole binary: IPv4 loopback, a free port, no delay.
+// One lab server for the whole binary: IPv4 loopback, a free port, no delay. It runs on a thread
+// of ours rather than through LabServer::start(), so that we can read that thread's CPU clock.
 class RunningServer {
 public:
-    RunningServer() : server_(options()) { server_.start(); }
+    RunningServer() : server_(options()), thread_([this] { server_.run(); }) {
+        pthread_getcpuclockid(thread_.native_handle(), &cpu_clock_);
+    }
+    ~RunningServer() {
+        server_.stop();
+        thread_.join();
+    }
+    RunningServer(const RunningServer&) = delete;
+    RunningServer& operator=(const RunningServer&) = delete;
+
     std::string base_url() const { return "http://127.0.0.1:" + std::to_string(server_.port()); }
+    double cpu_seconds() const { return seconds_on(cpu_clock_); }
+
+    static double seconds_on(clockid_t clock) {
+        timespec now{};
+        clock_gettime(clock, &now);
+        return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+    }
 
 private:
     static sixways::lab::LabServerOptions options() {
@@ -45,12 +65,41 @@ private:
         return options;
     }
     sixways::lab::LabServer server_;
+    std::thread thread_;
+    clockid_t cpu_clock_{};
 };
 
 const RunningServer& lab_server() {
     static const RunningServer server;
     return server;
 }
+
+// CPU time per request, split between the client (the whole process but the server's thread: the
+// calling thread, and stage 02's threads) and the server's thread, user and system time both.
+// Reported next to the requests per second because with no delay the lab server's single thread
+// can be what limits the rate, on two cores shared with the client: then the rows come close to
+// the server's rate, and the client's CPU time per request is what tells the clients apart. On
+// loopback each side's system calls also do part of the other side's kernel work (a send delivers
+// the segment to the receiving socket on the sender's time), so the split is approximate; the
+// server does the same work for every client, so the differences between rows are the clients'.
+class CpuPerRequest {
+public:
+    CpuPerRequest()
+        : process_(RunningServer::seconds_on(CLOCK_PROCESS_CPUTIME_ID)), server_(lab_server().cpu_seconds()) {}
+
+    void report(benchmark::State& state, std::size_t requests_per_iteration) const {
+        const double server = lab_server().cpu_seconds() - server_;
+        const double process = RunningServer::seconds_on(CLOCK_PROCESS_CPUTIME_ID) - process_;
+        const double requests = static_cast<double>(state.iterations()) * static_cast<double>(requests_per_iteration);
+        if (requests == 0) return;
+        state.counters["client_cpu_us_per_request"] = (process - server) / requests * 1e6;
+        state.counters["server_cpu_us_per_request"] = server / requests * 1e6;
+    }
+
+private:
+    double process_;
+    double server_;
+};
 
 // One iteration: `count` requests through the stage's fetch_all, at most `concurrency` at once (0:
 // all at once).
@@ -59,6 +108,7 @@ void fetch_all_benchmark(benchmark::State& state, FetchAllFunction fetch_all, st
     const std::vector<Request> requests = sixways::bench::numbered_requests(lab_server().base_url(), count);
     Options options;
     options.concurrency = concurrency;
+    const CpuPerRequest cpu;
     for (auto _ : state) {
         const std::vector<Result> results = fetch_all(requests, options);
         const std::string wrong = sixways::bench::first_wrong_result(requests, results);
@@ -68,12 +118,14 @@ void fetch_all_benchmark(benchmark::State& state, FetchAllFunction fetch_all, st
         }
     }
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(count));
+    cpu.report(state, count);
 }
 
 // The same through the yardstick (yardstick.c). It has no parser, so all it can check is that
 // every connection ended with the server closing it after some bytes: ok == count.
 void yardstick_benchmark(benchmark::State& state, std::size_t count, std::size_t concurrency) {
     const std::string url = lab_server().base_url() + "/bench/yardstick";
+    const CpuPerRequest cpu;
     for (auto _ : state) {
         yardstick_result result{};
         const int status = yardstick_run(url.c_str(), static_cast<long long>(count),
@@ -88,6 +140,7 @@ void yardstick_benchmark(benchmark::State& state, std::size_t count, std::size_t
         }
     }
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(count));
+    cpu.report(state, count);
 }
 
 // What is registered: N = 1000 requests, 100 at a time and all at once, for every stage but 01,
