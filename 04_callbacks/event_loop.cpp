@@ -116,9 +116,17 @@ void EventLoop::run_once() {
 }
 
 void EventLoop::run() {
-    while (!ready_.empty() || watching_ > 0 || has_live_timers()) {
-        run_once();
+    if (is_running_) throw std::logic_error("EventLoop::run: the loop is already running");
+    is_running_ = true;
+    try {
+        while (!ready_.empty() || watching_ > 0 || has_live_timers()) {
+            run_once();
+        }
+    } catch (...) {
+        is_running_ = false;
+        throw;
     }
+    is_running_ = false;
 }
 
 // How long epoll_wait may sleep: not at all when callbacks are waiting, until the nearest deadline

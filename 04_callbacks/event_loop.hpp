@@ -101,7 +101,8 @@ public:
 
     // Turns the loop until there are no readers, writers, timers (that are not cancelled) or ready
     // callbacks left. An exception thrown by a callback leaves run() and drops the rest of its
-    // turn.
+    // turn. Calling run() from inside a callback throws std::logic_error (as asyncio raises
+    // "This event loop is already running"): the inner run would reuse the outer turn's queue.
     void run();
 
     // The loop's clock: a monotonic clock, so timers do not jump when the wall clock is set.
@@ -143,6 +144,7 @@ private:
     std::vector<std::shared_ptr<Handle>> ready_;    // to run on the next turn
     std::vector<std::shared_ptr<Handle>> running_;  // the ones this turn runs (see run_once)
     std::array<epoll_event, 1024> events_{};        // one epoll_wait's worth of events
+    bool is_running_ = false;
 };
 
 }  // namespace sixways::callbacks

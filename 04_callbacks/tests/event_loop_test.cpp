@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -320,6 +321,23 @@ TEST(CallbacksEventLoop, RunReturnsOnceTheLastReaderIsRemoved) {
     loop.call_later(1ms, [&] { loop.remove_reader(pair.reading_end()); });
     loop.run();
     SUCCEED();
+}
+
+TEST(CallbacksEventLoop, RunFromInsideACallbackThrowsAndTheLoopGoesOn) {
+    EventLoop loop;
+    bool threw = false;
+    bool later_ran = false;
+    loop.call_soon([&] {
+        try {
+            loop.run();
+        } catch (const std::logic_error&) {
+            threw = true;
+        }
+        loop.call_soon([&] { later_ran = true; });
+    });
+    loop.run();
+    EXPECT_TRUE(threw);
+    EXPECT_TRUE(later_ran);
 }
 
 TEST(CallbacksEventLoop, AddingAReaderForAnInvalidDescriptorThrowsAndLeavesNothingBehind) {
