@@ -37,8 +37,13 @@ std::uint64_t pack(int fd, std::uint32_t generation) {
 
 }  // namespace
 
+// Taking a timer out of the middle of a heap is awkward, so a cancelled timer stays where it is,
+// flagged, until it reaches the top or the heap is compacted (asyncio does the same).
 void TimerHandle::cancel() {
-    if (timer_ && timer_->loop) timer_->loop->cancel_timer(*timer_);
+    if (!timer_ || timer_->cancelled) return;
+    timer_->cancelled = true;
+    timer_->callback = nullptr;  // release what it captured now, not when it reaches the top
+    if (timer_->in_heap) ++timer_->loop->cancelled_in_heap_;
 }
 
 EventLoop::EventLoop() : epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {
@@ -52,8 +57,7 @@ EventLoop::~EventLoop() {
     while (first_task_ != nullptr) first_task_->abandon();
     ready_.clear();
     for (const std::shared_ptr<detail::Timer>& timer : timers_) {
-        timer->loop = nullptr;  // a TimerHandle that outlives us must not call back into us
-        timer->in_heap = false;
+        timer->in_heap = false;  // a TimerHandle that outlives us must not reach back into us
     }
     timers_.clear();
     watches_.clear();
@@ -79,11 +83,12 @@ EventLoop::~EventLoop() {
 // The stale-event problem, and how it is solved
 // ----------------------------------------------
 // epoll_wait hands us a batch of events, and their callbacks run one after another. A callback
-// early in the batch may finish its request: remove the reader, close the socket, destroy the task
-// that owned it. An event for that very descriptor can still be waiting later in the same batch (a
-// response's last bytes and a peer's reset arriving together is the usual case). Worse, the same
-// callback may open a new socket, and the kernel hands out the lowest free number, so the new
-// socket often gets the number just closed.
+// early in the batch may remove the reader of another descriptor and close it (a proxy closing both
+// sides of a connection, say), and free the object behind it, while an event for that descriptor
+// is still waiting later in the same batch. Worse, the same callback may open a new socket, and the
+// kernel hands out the lowest free number, so the new socket often gets the number just closed.
+// (This stage's own readers only complete a future, and the tasks they wake run in step 4, after
+// the whole batch; but add_reader takes any callback, and the loop must be safe for all of them.)
 //
 // So epoll_event.data never holds a pointer (it could point to freed memory by the time we read
 // it). It holds the descriptor number AND the generation of its registration: watches_[fd] counts
@@ -268,12 +273,13 @@ void EventLoop::update_registration(int fd) {
     event.events = wanted;
     event.data.u64 = pack(fd, adding ? watch.generation + 1 : watch.generation);
     if (epoll_ctl(epoll_fd_, adding ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) < 0) {
-        // Only an add can fail for a descriptor we hold (EBADF, EPERM for a regular file, ENOMEM).
-        // A failed MOD (the descriptor was closed while registered) is reported the same way.
-        if (adding || (wanted & watch.registered) != wanted) {
-            throw std::system_error(errno, std::generic_category(), "epoll_ctl");
-        }
-        return;  // a removal that narrowed the set: leave it, run_io ignores the unwanted side
+        // A removal (a MOD that narrows the set) must not throw, and can fail only for a descriptor
+        // closed while still registered, which the kernel has dropped already: run_io ignores the
+        // side nobody wants any more. An addition that fails is the caller's to hear about: EBADF,
+        // EPERM (a regular file), ENOMEM, ENOSPC (the per-user limit on watched descriptors).
+        const bool narrowing = (wanted & ~watch.registered) == 0;
+        if (narrowing) return;
+        throw std::system_error(errno, std::generic_category(), "epoll_ctl");
     }
     if (adding) {
         ++watch.generation;
@@ -302,15 +308,6 @@ void EventLoop::call_soon(Callback callback) {
 
 void EventLoop::schedule_step(detail::TaskBase& task) {
     ready_.push_back(Ready{task.weak_from_this(), nullptr});
-}
-
-// Taking a timer out of the middle of a heap is awkward, so a cancelled timer stays where it is,
-// flagged, until it reaches the top or the heap is compacted (asyncio does the same).
-void EventLoop::cancel_timer(detail::Timer& timer) {
-    if (timer.cancelled) return;
-    timer.cancelled = true;
-    timer.callback = nullptr;  // release what it captured now, not when it reaches the top
-    if (timer.in_heap) ++cancelled_in_heap_;
 }
 
 // Keeps cancelled timers from piling up: every request of a run cancels its deadline long before

@@ -49,9 +49,9 @@ struct Timer {
     Clock::time_point when;
     std::uint64_t sequence;  // order of scheduling: breaks ties between equal deadlines
     Callback callback;
-    EventLoop* loop;         // null once the loop is gone: cancel() then has nothing to do
+    EventLoop* loop;         // used only while in_heap: the loop counts its cancelled timers
     bool cancelled = false;
-    bool in_heap = true;
+    bool in_heap = true;     // false once it has run, been dropped, or its loop is gone
 };
 }  // namespace detail
 
@@ -62,8 +62,9 @@ public:
     TimerHandle() = default;
 
     // After cancel() the callback never runs, even if it is due in the very turn that is running.
-    // Its captures are released at once. Cancelling twice, after the callback ran, after the loop
-    // was destroyed, or through an empty handle does nothing.
+    // Its captures are released at once (unless it is the callback running right now). Cancelling
+    // twice, after the callback ran, after the loop was destroyed, or through an empty handle does
+    // nothing.
     void cancel();
     bool cancelled() const { return timer_ && timer_->cancelled; }
     Clock::time_point when() const { return timer_ ? timer_->when : Clock::time_point{}; }
@@ -197,7 +198,6 @@ private:
     bool remove_watch(int fd, Direction direction);
     void update_registration(int fd);
 
-    void cancel_timer(detail::Timer& timer);
     void drop_cancelled_timers();
 
     // For tasks (task.cpp): their steps go to the ready queue, and the loop keeps a list of the
