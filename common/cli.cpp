@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -19,6 +21,7 @@
 #include "common/address.hpp"
 #include "common/limits.hpp"
 #include "common/report.hpp"
+#include "common/trace.hpp"
 
 namespace sixways {
 
@@ -105,7 +108,8 @@ CliOptions parse_cli(const std::vector<std::string>& args, const StageInfo& stag
             }
         }
 
-        if (name == "--url" || name == "--concurrency" || name == "--timeout") {
+        if (name == "--url" || name == "--concurrency" || name == "--timeout" ||
+            name == "--trace") {
             if (!has_inline_value) {
                 // "--url --json" is a forgotten value, not a URL called "--json".
                 if (i + 1 == args.size() || starts_with(args[i + 1], "--")) {
@@ -117,6 +121,11 @@ CliOptions parse_cli(const std::vector<std::string>& args, const StageInfo& stag
                 options.url = parse_url_option(value);
             } else if (name == "--concurrency") {
                 options.concurrency = parse_count(value, "--concurrency", 1);
+            } else if (name == "--trace") {
+                if (value.empty()) {
+                    throw UsageError("--trace needs a file name");
+                }
+                options.trace_path = value;
             } else {
                 options.timeout = parse_timeout_option(value);
             }
@@ -171,9 +180,10 @@ std::string usage_text(const StageInfo& stage) {
         {"--timeout DURATION",
          "deadline per request, connect to last byte: 2, 2.5s, 250ms (default 10 s)"},
         {"--json", "print one JSON object on stdout instead of the text report"},
+        {"--trace FILE", "also write every request's phases to FILE as a timeline (Chrome trace JSON)"},
     };
     std::string synopsis = stage.name + " [N] [--url URL] [--concurrency C] [--timeout DURATION] "
-                                        "[--json]";
+                                        "[--json] [--trace FILE]";
     for (const StageFlag& flag : stage.flags) {
         lines.push_back({flag.name, flag.help});
         synopsis += " [" + flag.name + "]";
@@ -191,6 +201,7 @@ std::string usage_text(const StageInfo& stage) {
                 "\n";
     }
     text += "\nOptions that take a value also accept --name=value.\n"
+            "A --trace file opens in ui.perfetto.dev or chrome://tracing.\n"
             "Exit status: 0 every request got a response, 1 some failed, 2 bad usage,\n"
             "130 interrupted by Ctrl-C (after printing the partial report).\n";
     return text;
@@ -205,6 +216,27 @@ void print_report(const Report& report, bool json) {
     std::fflush(stdout);
     std::fputs(format_error_counts(report).c_str(), stderr);
     std::fflush(stderr);
+}
+
+struct FileCloser {
+    void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+// Writes the timeline for --trace and closes the file. Says so on stderr and returns false if the
+// text did not all reach the file (a full disk shows up at fwrite or at fclose).
+bool write_trace(std::FILE* file, const std::string& path, const std::string& text,
+                 const StageInfo& stage) {
+    bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+    int error_number = errno;
+    if (std::fclose(file) != 0 && written) {
+        written = false;
+        error_number = errno;
+    }
+    if (!written) {
+        std::fprintf(stderr, "%s: --trace '%s': %s\n", stage.name.c_str(), path.c_str(),
+                     errno_message("write", error_number).c_str());
+    }
+    return written;
 }
 
 // What the main thread, the stage's threads (through on_result) and the Ctrl-C watcher share.
@@ -230,7 +262,8 @@ public:
             return;
         }
         reported_[index] = true;
-        // Keep only what the report needs: no body (the CLI asks for none) and no headers.
+        // Keep only what the report and the timeline need: no body (the CLI asks for none) and no
+        // headers.
         Result kept;
         kept.error = result.error;
         kept.error_message = result.error_message;
@@ -238,6 +271,7 @@ public:
         kept.response.status = result.response.status;
         kept.response.body_bytes = result.response.body_bytes;
         finished_.push_back(std::move(kept));
+        finished_index_.push_back(index);
         failed_ += result.ok() ? 0 : 1;
         show_progress_line();
     }
@@ -248,6 +282,13 @@ public:
     void mark_done() {
         std::lock_guard lock(mutex_);
         done_ = true;
+    }
+
+    // For --trace: the open file and the resolve, so that Ctrl-C can write the partial timeline.
+    void set_trace(std::FILE* file, const TraceRun& trace_run) {
+        std::lock_guard lock(mutex_);
+        trace_file_ = file;
+        trace_run_ = trace_run;
     }
 
     // on_result must have been called exactly once per request; returns what went wrong, if anything.
@@ -278,6 +319,15 @@ public:
             fetching_ ? std::chrono::duration<double>(Clock::now() - fetch_started_).count() : 0.0;
         add_process_usage(report);
         print_report(report, cli_.json);
+        if (trace_file_ != nullptr) {
+            // The requests that finished, at their own index; the others never started, as far as
+            // the timeline can tell.
+            std::vector<Result> results(cli_.requests);
+            for (std::size_t i = 0; i < finished_.size(); ++i) {
+                results[finished_index_[i]] = finished_[i];
+            }
+            write_trace(trace_file_, cli_.trace_path, format_trace(trace_run_, results), stage_);
+        }
         // _exit, not exit: the stage's threads are still running, and exit() would destroy the
         // objects they are using. 128 + signal number is the shell's convention (130 for SIGINT).
         _exit(128 + signal_number);
@@ -321,6 +371,7 @@ private:
     std::mutex mutex_;
     std::vector<bool> reported_;   // on_result has been called for request i
     std::vector<Result> finished_;  // trimmed copies, in the order they finished
+    std::vector<std::size_t> finished_index_;  // the request each of them answers
     std::size_t failed_ = 0;
     std::string contract_error_;
     Clock::time_point fetch_started_;
@@ -329,6 +380,8 @@ private:
     bool show_progress_;
     Clock::time_point last_progress_;
     std::size_t progress_width_ = 0;
+    std::FILE* trace_file_ = nullptr;
+    TraceRun trace_run_;
 };
 
 // Ctrl-C without a signal handler.
@@ -418,6 +471,19 @@ int run_stage(int argc, char** argv, const StageInfo& stage) {
         return 0;
     }
 
+    // The trace file is created before anything is sent: a path that cannot be written is bad
+    // usage, better found now than after a long run.
+    // After an internal error it is closed empty: there are no results to draw.
+    std::unique_ptr<std::FILE, FileCloser> trace_file;
+    if (!cli.trace_path.empty()) {
+        trace_file.reset(std::fopen(cli.trace_path.c_str(), "w"));
+        if (trace_file == nullptr) {
+            std::fprintf(stderr, "%s: --trace '%s': %s\n", stage.name.c_str(),
+                         cli.trace_path.c_str(), errno_message("fopen", errno).c_str());
+            return 2;
+        }
+    }
+
     RunState run(stage, cli);
     InterruptWatcher watcher(run);  // first: before anything can start a thread
     raise_open_file_limit();
@@ -425,10 +491,16 @@ int run_stage(int argc, char** argv, const StageInfo& stage) {
     // Resolve once, before any fetching: getaddrinfo blocks (see common/address.cpp).
     std::vector<Address> addresses;
     std::string resolve_error;
+    TraceRun trace_run{stage.name, cli.url.to_string(), cli.requests, Clock::now(), {}, {}};
     try {
         addresses = resolve(cli.url);
     } catch (const ResolveError& error) {
         resolve_error = error.what();
+    }
+    trace_run.resolve_done = Clock::now();
+    trace_run.resolve_error = resolve_error;
+    if (trace_file != nullptr) {
+        run.set_trace(trace_file.get(), trace_run);
     }
 
     std::vector<Result> results;
@@ -480,7 +552,10 @@ int run_stage(int argc, char** argv, const StageInfo& stage) {
     report.wall_s = wall_s;
     add_process_usage(report);
     print_report(report, cli.json);
-    return report.failed == 0 ? 0 : 1;
+    bool traced = trace_file == nullptr ||
+                  write_trace(trace_file.release(), cli.trace_path, format_trace(trace_run, results),
+                              stage);
+    return report.failed == 0 && traced ? 0 : 1;
 }
 
 }  // namespace sixways

@@ -1,7 +1,7 @@
 // The command line every stage shares, and the run around a stage's fetch_all: parse, resolve once,
 // fetch, report. None of this is the lesson; a stage's main.cpp is a call to run_stage.
 //
-//   NN_name [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--help]
+//   NN_name [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--trace FILE] [--help]
 #pragma once
 
 #include <cstddef>
@@ -36,6 +36,7 @@ struct CliOptions {
     std::size_t concurrency = 0;   // 0: all at once
     Duration timeout = std::chrono::seconds(10);
     bool json = false;
+    std::string trace_path;        // --trace FILE: where to write the timeline (empty: none)
     bool help = false;
 };
 
@@ -51,8 +52,10 @@ CliOptions parse_cli(const std::vector<std::string>& args, const StageInfo& stag
 std::string usage_text(const StageInfo& stage);
 
 // The whole program: parse, raise the descriptor limit, resolve once, run fetch_all with progress on
-// stderr (only on a terminal), print the report. Ctrl-C prints the partial report and exits 130.
-// Returns the exit status: 0 every request got a response, 1 some failed, 2 bad usage.
+// stderr (only on a terminal), print the report, and write the timeline for --trace (see
+// common/trace.hpp). Ctrl-C prints the partial report (and the partial timeline) and exits 130.
+// Returns the exit status: 0 every request got a response, 1 some failed (or the timeline could not
+// be written), 2 bad usage (a --trace file that cannot be created included).
 int run_stage(int argc, char** argv, const StageInfo& stage);
 
 }  // namespace sixways

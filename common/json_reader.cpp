@@ -1,9 +1,9 @@
-#include "tests/json_reader.hpp"
+#include "common/json_reader.hpp"
 
 #include <cctype>
 #include <cstdlib>
 
-namespace sixways::conformance {
+namespace sixways {
 
 const Json* Json::find(std::string_view key) const {
     if (type != Type::object) return nullptr;
@@ -11,6 +11,11 @@ const Json* Json::find(std::string_view key) const {
         if (keys[i] == key) return &items[i];
     }
     return nullptr;
+}
+
+const Json& Json::at(std::string_view key) const {
+    if (const Json* value = find(key)) return *value;
+    throw JsonError("no member \"" + std::string(key) + "\"");
 }
 
 namespace {
@@ -163,4 +168,4 @@ private:
 
 Json parse_json(std::string_view text) { return Reader(text).document(); }
 
-}  // namespace sixways::conformance
+}  // namespace sixways

@@ -25,10 +25,10 @@
 #include <thread>
 
 #include "common/address.hpp"
+#include "common/json_reader.hpp"
 #include "common/url.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
-#include "tests/json_reader.hpp"
 
 using namespace std::chrono_literals;
 using sixways::Address;
@@ -38,7 +38,7 @@ using sixways::ErrorKind;
 using sixways::Options;
 using sixways::Request;
 using sixways::Result;
-using sixways::conformance::Json;
+using sixways::Json;
 using sixways::lab::LabServer;
 using sixways::lab::LabServerOptions;
 
@@ -223,10 +223,10 @@ std::string joined(const std::vector<std::string>& args) {
 // Parses stdout as exactly one JSON object; records a failure and returns a null Json if it is not.
 Json json_report(const sixways::conformance::ChildOutput& output) {
     try {
-        Json report = sixways::conformance::parse_json(output.out);
+        Json report = sixways::parse_json(output.out);
         EXPECT_EQ(report.type, Json::Type::object) << "stdout: " << output.out;
         return report;
-    } catch (const sixways::conformance::JsonError& error) {
+    } catch (const sixways::JsonError& error) {
         ADD_FAILURE() << "stdout is not one JSON object (" << error.what() << "): " << output.out;
         return Json();
     }

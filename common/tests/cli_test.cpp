@@ -7,8 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/json_reader.hpp"
 #include "common/report.hpp"
 
 namespace sixways {
@@ -26,209 +27,6 @@ using std::chrono::milliseconds;
 using testing::HasSubstr;
 using testing::Not;
 using testing::StartsWith;
-
-// ---- A small JSON reader, strict enough to tell one valid object from anything else. ----
-
-struct Json {
-    enum class Type { null, boolean, number, string, array, object } type = Type::null;
-    bool boolean = false;
-    double number = 0;
-    std::string text;
-    std::vector<Json> items;         // an array's items, or an object's values
-    std::vector<std::string> names;  // an object's keys, in document order, beside its values
-
-    const Json& at(const std::string& key) const {
-        for (std::size_t i = 0; i < names.size(); ++i) {
-            if (names[i] == key) {
-                return items[i];
-            }
-        }
-        throw std::runtime_error("no key " + key);
-    }
-    const std::vector<std::string>& keys() const { return names; }
-};
-
-class JsonReader {
-public:
-    explicit JsonReader(std::string_view text) : text_(text) {}
-
-    // The whole text must be exactly one value (surrounding white space allowed).
-    Json read_document() {
-        Json value = read_value();
-        skip_space();
-        if (pos_ != text_.size()) {
-            fail("text after the value");
-        }
-        return value;
-    }
-
-private:
-    [[noreturn]] void fail(const std::string& what) {
-        throw std::runtime_error("bad JSON at " + std::to_string(pos_) + ": " + what);
-    }
-    void skip_space() {
-        while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' ||
-                                       text_[pos_] == '\r' || text_[pos_] == '\t')) {
-            ++pos_;
-        }
-    }
-    bool take(char c) {
-        skip_space();
-        if (pos_ < text_.size() && text_[pos_] == c) {
-            ++pos_;
-            return true;
-        }
-        return false;
-    }
-    void expect(char c) {
-        if (!take(c)) {
-            fail(std::string("expected ") + c);
-        }
-    }
-    bool take_word(std::string_view word) {
-        if (text_.substr(pos_, word.size()) == word) {
-            pos_ += word.size();
-            return true;
-        }
-        return false;
-    }
-    Json read_value() {
-        skip_space();
-        Json value;
-        if (pos_ >= text_.size()) {
-            fail("unexpected end");
-        }
-        char c = text_[pos_];
-        if (c == '{') {
-            value.type = Json::Type::object;
-            ++pos_;
-            if (take('}')) {
-                return value;
-            }
-            do {
-                skip_space();
-                value.names.push_back(read_string());
-                expect(':');
-                value.items.push_back(read_value());
-            } while (take(','));
-            expect('}');
-        } else if (c == '[') {
-            value.type = Json::Type::array;
-            ++pos_;
-            if (take(']')) {
-                return value;
-            }
-            do {
-                value.items.push_back(read_value());
-            } while (take(','));
-            expect(']');
-        } else if (c == '"') {
-            value.type = Json::Type::string;
-            value.text = read_string();
-        } else if (take_word("null")) {
-            value.type = Json::Type::null;
-        } else if (take_word("true")) {
-            value.type = Json::Type::boolean;
-            value.boolean = true;
-        } else if (take_word("false")) {
-            value.type = Json::Type::boolean;
-        } else {
-            value.type = Json::Type::number;
-            value.number = read_number();
-        }
-        return value;
-    }
-    std::string read_string() {
-        if (pos_ >= text_.size() || text_[pos_] != '"') {
-            fail("expected a string");
-        }
-        ++pos_;
-        std::string out;
-        while (pos_ < text_.size() && text_[pos_] != '"') {
-            char c = text_[pos_++];
-            if (static_cast<unsigned char>(c) < 0x20) {
-                fail("control character in string");
-            }
-            if (c != '\\') {
-                out += c;
-                continue;
-            }
-            if (pos_ >= text_.size()) {
-                fail("unfinished escape");
-            }
-            char e = text_[pos_++];
-            switch (e) {
-                case '"': out += '"'; break;
-                case '\\': out += '\\'; break;
-                case '/': out += '/'; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'n': out += '\n'; break;
-                case 'r': out += '\r'; break;
-                case 't': out += '\t'; break;
-                case 'u': {
-                    if (pos_ + 4 > text_.size()) {
-                        fail("short \\u escape");
-                    }
-                    unsigned code = std::stoul(std::string(text_.substr(pos_, 4)), nullptr, 16);
-                    pos_ += 4;
-                    if (code >= 0x80) {
-                        fail("only ASCII \\u escapes are expected here");
-                    }
-                    out += static_cast<char>(code);
-                    break;
-                }
-                default: fail("bad escape");
-            }
-        }
-        if (pos_ >= text_.size()) {
-            fail("unterminated string");
-        }
-        ++pos_;
-        return out;
-    }
-    double read_number() {
-        // JSON's grammar: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
-        std::size_t start = pos_;
-        auto digits = [&] {
-            std::size_t from = pos_;
-            while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
-                ++pos_;
-            }
-            return pos_ - from;
-        };
-        take_word("-");
-        if (take_word("0")) {
-            // no more integer digits allowed after a leading zero
-        } else if (digits() == 0) {
-            fail("expected a value");
-        }
-        if (take_word(".") && digits() == 0) {
-            fail("digits expected after '.'");
-        }
-        if (take_word("e") || take_word("E")) {
-            take_word("+") || take_word("-");
-            if (digits() == 0) {
-                fail("digits expected in exponent");
-            }
-        }
-        return std::stod(std::string(text_.substr(start, pos_ - start)));
-    }
-
-    std::string_view text_;
-    std::size_t pos_ = 0;
-};
-
-Json parse_json(std::string_view text) { return JsonReader(text).read_document(); }
-
-TEST(JsonReaderForTests, RejectsWhatIsNotExactlyOneValue) {
-    EXPECT_NO_THROW(parse_json("{\"a\":[1,-2.5e3,null,true],\"b\":{}}\n"));
-    EXPECT_THROW(parse_json("{} {}"), std::runtime_error);
-    EXPECT_THROW(parse_json("{\"a\":1,}"), std::runtime_error);
-    EXPECT_THROW(parse_json("{\"a\":01}"), std::runtime_error);
-    EXPECT_THROW(parse_json("{\"a\":nan}"), std::runtime_error);
-    EXPECT_THROW(parse_json("{\"a\":\"x\ny\"}"), std::runtime_error);
-}
 
 // ---- parse_cli ----
 
@@ -347,6 +145,15 @@ TEST(ParseCli, JsonIsAFlagWithoutValue) {
     EXPECT_EQ(usage_error({"--json=yes"}), "option --json takes no value");
 }
 
+TEST(ParseCli, TraceTakesAFileName) {
+    EXPECT_EQ(parse({}).trace_path, "");
+    EXPECT_EQ(parse({"--trace", "run.json"}).trace_path, "run.json");
+    EXPECT_EQ(parse({"--trace=out/run.json", "5"}).trace_path, "out/run.json");
+    EXPECT_EQ(usage_error({"--trace"}), "option --trace needs a value");
+    EXPECT_EQ(usage_error({"--trace", "--json"}), "option --trace needs a value");
+    EXPECT_EQ(usage_error({"--trace="}), "--trace needs a file name");
+}
+
 TEST(ParseCli, RejectsUnknownOptions) {
     EXPECT_EQ(usage_error({"--verbose"}), "unknown option '--verbose'");
     EXPECT_EQ(usage_error({"-x"}), "unknown option '-x'");
@@ -388,11 +195,13 @@ TEST(UsageText, NamesTheStageItsOptionsAndItsOwnFlags) {
     StageInfo stage = stage_with_flag(&value);
     std::string text = usage_text(stage);
     EXPECT_THAT(text, StartsWith("usage: 07_test [N] [--url URL] [--concurrency C] "
-                                 "[--timeout DURATION] [--json] [--one-at-a-time] [--help]\n"));
+                                 "[--timeout DURATION] [--json] [--trace FILE] [--one-at-a-time] "
+                                 "[--help]\n"));
     EXPECT_THAT(text, HasSubstr(stage.summary));
     EXPECT_THAT(text, HasSubstr("poll one socket only, to show the difference"));
     EXPECT_THAT(text, HasSubstr("default http://127.0.0.1:8080/"));
     EXPECT_THAT(text, HasSubstr("Exit status"));
+    EXPECT_THAT(text, HasSubstr("--trace FILE"));
     EXPECT_THAT(text, Not(HasSubstr("always sends one request at a time")));
 
     stage.one_at_a_time = true;
@@ -493,18 +302,18 @@ TEST(RunStage, JsonPrintsExactlyOneObjectOnStdout) {
     EXPECT_EQ(result.out.find('\n'), result.out.size() - 1) << "one line";
     Json json = parse_json(result.out);
     ASSERT_EQ(json.type, Json::Type::object);
-    EXPECT_EQ(json.keys(), (std::vector<std::string>{"stage", "url", "requests", "ok", "failed",
+    EXPECT_EQ(json.keys, (std::vector<std::string>{"stage", "url", "requests", "ok", "failed",
                                                      "bytes", "wall_s", "cpu_s", "max_rss_kb",
                                                      "concurrency", "latency_ms", "errors"}));
-    EXPECT_EQ(json.at("stage").text, "07_test");
-    EXPECT_EQ(json.at("url").text, "http://127.0.0.1:8080/");
+    EXPECT_EQ(json.at("stage").string, "07_test");
+    EXPECT_EQ(json.at("url").string, "http://127.0.0.1:8080/");
     EXPECT_EQ(json.at("requests").number, 8);
     EXPECT_EQ(json.at("ok").number, 6);
     EXPECT_EQ(json.at("failed").number, 2);
     EXPECT_EQ(json.at("bytes").number, 600);
     EXPECT_EQ(json.at("concurrency").number, 1);  // the fake's intervals never overlap
     EXPECT_EQ(json.at("latency_ms").at("p50").number, 5);
-    EXPECT_EQ(json.at("errors").keys(), std::vector<std::string>{"connect"});
+    EXPECT_EQ(json.at("errors").keys, std::vector<std::string>{"connect"});
     EXPECT_EQ(json.at("errors").at("connect").number, 2);
     EXPECT_GE(json.at("wall_s").number, 0);
     EXPECT_GT(json.at("max_rss_kb").number, 0);
@@ -657,6 +466,69 @@ TEST(RunStage, AFetchAllThatThrowsIsAnInternalError) {
     EXPECT_THAT(result.err, HasSubstr("internal error: fetch_all threw: out of threads"));
 }
 
+// A fresh path in the test's temporary directory, removed when the test ends.
+class TempPath {
+public:
+    explicit TempPath(const std::string& name)
+        : path_(testing::TempDir() + "sixways_" + std::to_string(getpid()) + "_" + name) {
+        std::remove(path_.c_str());
+    }
+    ~TempPath() { std::remove(path_.c_str()); }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+std::string read_file(const std::string& path) {
+    std::string text;
+    if (std::FILE* file = std::fopen(path.c_str(), "r")) {
+        char buffer[4096];
+        std::size_t n;
+        while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) {
+            text.append(buffer, n);
+        }
+        std::fclose(file);
+    }
+    return text;
+}
+
+// The names of the "X" events in a trace file, in order.
+std::vector<std::string> span_names(const std::string& trace_text) {
+    std::vector<std::string> names;
+    const Json trace = parse_json(trace_text);
+    for (const Json& event : trace.at("traceEvents").items) {
+        if (event.at("ph").string == "X") {
+            names.push_back(event.at("name").string);
+        }
+    }
+    return names;
+}
+
+TEST(RunStage, TraceWritesTheResolveAndEveryRequestToTheFile) {
+    FakeFetch fake;
+    fake.fail_every = 2;
+    TempPath trace("trace.json");
+    Outcome result = run(fake_stage(fake), {"3", "--json", "--trace", trace.path()});
+    EXPECT_EQ(result.status, 1);
+    EXPECT_NO_THROW(parse_json(result.out)) << "the report on stdout is unchanged";
+    // The fake sets only start and done: the requests that failed end in their connect, and the
+    // one that got a response has no phases it did not reach.
+    EXPECT_EQ(span_names(read_file(trace.path())),
+              (std::vector<std::string>{"resolve", "request 0", "connect", "request 1", "request 2",
+                                        "connect"}));
+}
+
+TEST(RunStage, ATraceFileThatCannotBeCreatedIsBadUsageAndNothingIsSent) {
+    FakeFetch fake;
+    Outcome result = run(fake_stage(fake), {"3", "--trace", "/nonexistent-directory/trace.json"});
+    EXPECT_EQ(result.status, 2);
+    EXPECT_EQ(fake.calls, 0);
+    EXPECT_EQ(result.out, "");
+    EXPECT_EQ(result.err, "07_test: --trace '/nonexistent-directory/trace.json': fopen: No such "
+                          "file or directory\n");
+}
+
 TEST(RunStage, LeavesInterruptSignalsUnblockedWhenItReturns) {
     FakeFetch fake;
     run(fake_stage(fake), {"2"});
@@ -786,6 +658,14 @@ TEST(RunStage, CtrlCWithJsonPrintsOnePartialJsonObject) {
     EXPECT_EQ(json.at("ok").number, 2);
     EXPECT_EQ(json.at("unfinished").number, 3);
     EXPECT_EQ(json.at("concurrency").number, 2);
+}
+
+TEST(RunStage, CtrlCWithTraceWritesTheRequestsThatFinished) {
+    TempPath trace("partial.json");
+    Interrupted result = interrupt_after_two_of_five({"--trace", trace.path()});
+    EXPECT_EQ(result.exit_status, 130);
+    EXPECT_EQ(span_names(read_file(trace.path())),
+              (std::vector<std::string>{"resolve", "request 0", "request 1"}));
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
-// The suite's JSON reader decides whether a stage's --json output is "exactly one JSON object":
-// it must accept every valid report and reject anything more or less.
+// The JSON reader decides whether a stage's --json output is "exactly one JSON object" (for the
+// conformance suite) and reads reports back (for the compare tool): it must accept every valid
+// report and reject anything more or less.
 #include <gtest/gtest.h>
 
-#include "tests/json_reader.hpp"
+#include "common/json_reader.hpp"
 
-using sixways::conformance::Json;
-using sixways::conformance::JsonError;
-using sixways::conformance::parse_json;
+using sixways::Json;
+using sixways::JsonError;
+using sixways::parse_json;
 
 TEST(JsonReader, ReadsAReportShapedObject) {
     const Json json = parse_json(
