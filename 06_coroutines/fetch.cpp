@@ -51,7 +51,11 @@ Task<void> exchange(EventLoop& loop, const Request& request, std::size_t body_ca
     for (const Address& address : request.addresses) {
         try {
             Socket attempt = Socket::open(address.family());  // EMFILE: out of descriptors
-            co_await sock_connect(loop, attempt.fd(), address);
+            // Named before it is awaited: a by-value Address argument (an aggregate) written inside
+            // the co_await expression would be a temporary living across the suspension, which
+            // g++ 12 may destroy twice (GCC PR 107288).
+            Task<void> connecting = sock_connect(loop, attempt.fd(), address);
+            co_await std::move(connecting);
             socket = std::move(attempt);
             break;
         } catch (const SocketError& error) {
@@ -114,7 +118,8 @@ Task<Result> fetch_and_report(EventLoop& loop, Request request, std::size_t inde
                               Semaphore* slots) {
     std::optional<Semaphore::Guard> slot;
     if (slots != nullptr) slot.emplace(co_await slots->guard());
-    Result result = co_await fetch(loop, std::move(request), options);
+    Task<Result> fetching = fetch(loop, std::move(request), options);  // named first: see exchange()
+    Result result = co_await std::move(fetching);
     if (options.on_result) options.on_result(index, result);
     co_return result;
     // `slot` releases here: the next waiting request starts.

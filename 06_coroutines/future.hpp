@@ -80,6 +80,8 @@ public:
     bool remove_done_callback(CallbackId id);
     virtual std::string to_string() const { return "<Future " + details() + ">"; }
     EventLoop* loop() const { return loop_; }
+    // The task whose future this is, if it is a task's (task.hpp); null for a plain Future.
+    virtual TaskBase* task() { return nullptr; }
 
 protected:
     friend class TaskBase;

@@ -41,8 +41,8 @@ void TaskBase::unlink_from_loop() {
     next_task_ = nullptr;
 }
 
-// asyncio: Task.__step. State on entry: scheduled. On return: waiting (suspended on a pending
-// future), or done.
+// asyncio: Task.__step. On entry the task was scheduled (or is being started by co_await); on
+// return it is waiting (suspended on a pending future) or done.
 void TaskBase::step() {
     if (!frame_) return;  // finished, or destroyed by its loop, since this step was scheduled
     if (!first_step_done_) {

@@ -40,9 +40,9 @@
 //   - scheduled: its next step is in the ready queue;
 //   - waiting:   suspended in co_await on a pending future, on that future's list of waiters;
 //   - running:   inside its step.
-// A task cannot suspend any other way: TaskPromiseBase::await_transform accepts only futures and
-// tasks, so `co_await` on anything else does not compile. A task that slipped out of all three
-// states would hang for ever with nothing to say why.
+// A task cannot suspend any other way: TaskPromiseBase::await_transform accepts only futures
+// (tasks included), so `co_await` on anything else does not compile. A task that slipped out of all three
+// states would never run again, and nothing would say why.
 //
 // Who owns the frame
 // ------------------
@@ -108,8 +108,8 @@ public:
     EventLoop* loop() const { return future_.loop(); }
     std::string name() const;
 
-    // One step: resume the coroutine until it waits on a pending future or finishes. Called only
-    // by the loop's run_once.
+    // One step: resume the coroutine until it waits on a pending future or finishes. Called by the
+    // loop's run_once, and by start_now for the first step of a task started by co_await.
     void step();
 
     // The loop is being destroyed: destroy the frame now, while the loop still exists.
@@ -161,6 +161,7 @@ public:
 
     bool cancel() override { return cancel_task(); }
     std::string to_string() const override { return describe(); }
+    TaskBase* task() override { return this; }
 
     // The value of `co_return`, kept until the coroutine has finished (TaskBase::complete).
     template <class U>
@@ -174,8 +175,7 @@ public:
 template <class T>
 class FutureAwaiter {
 public:
-    FutureAwaiter(std::shared_ptr<ValueState<T>> state, TaskBase& task, bool awaits_task)
-        : state_(std::move(state)), task_(task), awaits_task_(awaits_task) {}
+    FutureAwaiter(std::shared_ptr<ValueState<T>> state, TaskBase& task) : state_(std::move(state)), task_(task) {}
 
     // A future that is done already costs no suspension and no turn of the loop.
     bool await_ready() const noexcept { return state_->done(); }
@@ -184,7 +184,7 @@ public:
         suspended_ = true;
     }
     T await_resume() {
-        if (suspended_) task_.resume_from_wait(awaits_task_ && state_->succeeded());
+        if (suspended_) task_.resume_from_wait(state_->task() != nullptr && state_->succeeded());
         if constexpr (std::is_void_v<T>) {
             state_->result();
         } else {
@@ -197,7 +197,6 @@ public:
 private:
     std::shared_ptr<ValueState<T>> state_;
     TaskBase& task_;
-    bool awaits_task_;
     bool suspended_ = false;
 };
 
@@ -214,31 +213,23 @@ public:
     std::suspend_always final_suspend() const noexcept { return {}; }
     void unhandled_exception() { task_->store_failure(std::current_exception()); }
 
-    // The only things a task can co_await: a Future, or a Task (whose first step runs here, now,
-    // if it had not started).
+    // The only thing a task can co_await: a Future, which may be a Task's (a Task is a Future). A
+    // Task that was never started runs its first step here and now.
     template <class U>
     FutureAwaiter<U> await_transform(const Future<U>& future) {
-        return FutureAwaiter<U>(future.state_, *task_, false);
+        return awaiter_for(future.state_);
     }
     template <class U>
     FutureAwaiter<U> await_transform(Future<U>&& future) {
-        return FutureAwaiter<U>(std::move(future.state_), *task_, false);
-    }
-    template <class U>
-    FutureAwaiter<U> await_transform(const Task<U>& task) {
-        start_if_needed(task);
-        return FutureAwaiter<U>(task.state_, *task_, true);
-    }
-    template <class U>
-    FutureAwaiter<U> await_transform(Task<U>&& task) {
-        start_if_needed(task);
-        return FutureAwaiter<U>(std::move(task.state_), *task_, true);
+        return awaiter_for(std::move(future.state_));
     }
 
 protected:
     template <class U>
-    void start_if_needed(const Task<U>& task) {
-        if (!task.started()) task.task_state().start_now(*task_->loop());
+    FutureAwaiter<U> awaiter_for(std::shared_ptr<ValueState<U>> state) {
+        TaskBase* child = state->task();
+        if (child != nullptr && !child->started()) child->start_now(*task_->loop());
+        return FutureAwaiter<U>(std::move(state), *task_);
     }
     TaskBase* task_ = nullptr;
 };
@@ -282,7 +273,6 @@ private:
     using Future<T>::set_exception;
 
     friend class detail::TaskPromise<T>;
-    friend class detail::TaskPromiseBase;
     friend class EventLoop;
     explicit Task(std::shared_ptr<detail::TaskState<T>> state) : Future<T>(std::move(state)) {}
     detail::TaskState<T>& task_state() const { return static_cast<detail::TaskState<T>&>(*this->state_); }

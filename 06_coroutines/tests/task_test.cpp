@@ -308,6 +308,42 @@ TEST_F(TaskTest, ATaskThatAwaitsItselfGetsInvalidStateErrorInsteadOfWaitingForev
     EXPECT_THROW(run_within(loop, *self), InvalidStateError);
 }
 
+Task<int> value_after_a_turn(EventLoop& loop, Counted counted) {
+    co_await sleep(loop, Duration::zero());
+    co_return counted.value;
+}
+
+// A class temporary (the Counted argument) inside a co_await expression lives in the frame across
+// the suspension. This stage names aggregates and capturing lambdas in a local first (g++ 12 may
+// destroy such temporaries twice, GCC PR 107288); this checks that the temporaries it does leave
+// in co_await expressions are destroyed exactly once, whether the coroutine finishes or its frame
+// is destroyed while it waits.
+Task<int> await_with_a_temporary(EventLoop& loop) { co_return co_await value_after_a_turn(loop, Counted(3)); }
+
+TEST_F(TaskTest, ATemporaryInACoAwaitExpressionIsDestroyedExactlyOnce) {
+    EventLoop loop;
+    const int alive = Counted::alive();
+    EXPECT_EQ(run_within(loop, await_with_a_temporary(loop)), 3);
+    EXPECT_EQ(Counted::alive(), alive);
+    std::optional<Task<int>> abandoned = loop.create_task(await_with_a_temporary(loop));
+    run_one_turn(loop);  // suspended, with its temporary alive in the frame
+    EXPECT_GT(Counted::alive(), alive);
+    testing::internal::CaptureStderr();
+    abandoned.reset();
+    testing::internal::GetCapturedStderr();
+    EXPECT_EQ(Counted::alive(), alive);
+}
+
+Task<int> answer_through_a_plain_future() {
+    Future<int> future = answer();  // a Task seen as a plain Future, not started yet
+    co_return co_await future;
+}
+
+TEST_F(TaskTest, AnUnstartedTaskAwaitedThroughAPlainFutureHandleIsStartedToo) {
+    EventLoop loop;
+    EXPECT_EQ(run_within(loop, answer_through_a_plain_future()), 42);
+}
+
 Task<Counted> make_counted() { co_return Counted(5); }
 
 Task<int> await_counted_twice(Task<Counted> shared) {
