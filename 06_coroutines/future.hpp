@@ -192,8 +192,9 @@ public:
     bool cancel() { return state_->cancel(); }
 
     // Calls `callback` on a later turn once the future is done; if it is done already, on the next
-    // turn. Never inside this call, never inside set_result. A callback that holds a copy of the
-    // future keeps it alive until it is done or the callback is removed.
+    // turn. Never inside this call, never inside set_result. (asyncio passes the future to the
+    // callback; here it takes nothing, and captures what it needs.) A callback that holds a copy of
+    // the future keeps it alive until it is done or the callback is removed.
     CallbackId add_done_callback(Callback callback) { return state_->add_done_callback(std::move(callback)); }
     // Returns false if the callback was already scheduled (the future is done) or removed.
     bool remove_done_callback(CallbackId id) { return state_->remove_done_callback(id); }

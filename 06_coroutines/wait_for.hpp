@@ -30,8 +30,9 @@ public:
 // waits for it). If the task finishes anyway after being cancelled at the deadline (it caught the
 // CancelledError and returned a result), its result is returned: it is not thrown away.
 //
-// The result is copied out of the task, which the deadline's timer also refers to; a large result
-// is better written into the caller's frame by a Task<void> (fetch.cpp does that).
+// The result is copied out of the task, not moved: wait_for keeps its own handle to the task for
+// the whole wait (the deadline needs it to cancel the task). A large result is better written into
+// the caller's frame by a Task<void>, as fetch.cpp's exchange() does.
 template <class T>
 Task<T> wait_for(EventLoop& loop, Task<T> task, Duration timeout) {
     ensure_started(loop, task);
