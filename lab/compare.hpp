@@ -1,0 +1,111 @@
+// The compare tool's arithmetic and output: what each program is run as, how its report is read,
+// which runs are skipped, the medians, the Markdown table, the CSV and the SVG plot. Everything here
+// is a pure function of its arguments, so it is tested without running anything; compare_main.cpp
+// starts the processes.
+//
+//   compare [N ...] [--delay 100ms] [--stages 01,04,...] [--url URL] [--peers] [--runs K] [--out DIR]
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/duration.hpp"
+
+namespace sixways::lab {
+
+// A program that fetches N times and reports how it went.
+struct Program {
+    enum class Kind {
+        stage,      // build/bin/NN_name N --url URL --json
+        yardstick,  // build/bin/yardstick N --url URL --json (reports bytes_received, no latency)
+        aiohttp,    // python3 aiohttp_fetch.py N --url URL --json (lab/peers/)
+        ab,         // ab -n N -c N URL: ApacheBench's text report
+    };
+    Kind kind = Kind::stage;
+    std::string label;            // the table's name for it: "04_callbacks", "yardstick (C, no parser)"
+    std::string path;             // the executable (for aiohttp: the Python interpreter)
+    std::string script;           // aiohttp only: the script's path
+    bool one_at_a_time = false;   // 01_blocking: takes N x delay, so large N are skipped
+};
+
+// The command line that runs `program` for n requests against url, every request at once (stage 01
+// takes one at a time whatever it is told). argv[0] is the program's path.
+std::vector<std::string> command_line(const Program& program, std::size_t n, const std::string& url);
+
+// One run, as the program reported it. CPU time and peak memory are the whole process's, which the
+// compare tool takes from wait4() for every program alike (an interpreter's start-up counts too).
+struct RunReport {
+    std::size_t ok = 0;
+    std::size_t failed = 0;
+    double wall_s = 0;        // the fetching, as the program timed it
+    double cpu_s = 0;
+    double max_rss_kb = 0;
+    std::optional<double> p50_ms;  // not every program reports latency
+    std::optional<double> p99_ms;
+};
+
+// Reads one --json report: a stage's, the aiohttp script's (same keys), or the yardstick's.
+// Throws JsonError or std::runtime_error ("the report has no \"wall_s\"") when it is not one.
+RunReport read_json_report(std::string_view text);
+
+// Reads ApacheBench's report ("Complete requests:", "Failed requests:", "Time taken for tests:",
+// the percentile table) of a run asked for `requested` requests. Throws std::runtime_error naming
+// what is missing.
+RunReport read_ab_report(std::string_view text, std::size_t requested);
+
+// The median: the middle value, or the mean of the two middle ones. NaN for no values.
+double median(std::vector<double> values);
+
+// Whether a run would take too long to be worth waiting for: a one-at-a-time program needs about
+// n x delay. Returns the note for the table ("skipped: would take about 1000 s"), or nothing.
+std::optional<std::string> skip_note(const Program& program, std::size_t n, Duration delay,
+                                     Duration longest = std::chrono::seconds(20));
+
+// How long one run may take before it is killed and counted as failed: a minute, plus three times
+// the time it should take.
+Duration time_limit(const Program& program, std::size_t n, Duration delay);
+
+// One line of the table: a program at one N, over all its runs.
+struct Row {
+    std::string program;
+    std::size_t requests = 0;
+    std::vector<RunReport> runs;  // the runs that produced a report
+    std::size_t attempts = 0;     // runs tried (more than runs.size() when some failed)
+    std::string note;             // why some or all runs are missing, e.g. "skipped: ..."
+
+    // Medians over the runs (NaN without runs or, for latency, without reported latency); failed
+    // is the most failures in any one run, so a bad run is not hidden by two good ones.
+    double wall_s() const;
+    double cpu_s() const;
+    double max_rss_mb() const;
+    double requests_per_s() const;  // requests / median wall time
+    double p50_ms() const;
+    double p99_ms() const;
+    std::optional<std::size_t> failed() const;
+};
+
+// The Markdown table, grouped by N in the order given: wall s, CPU s, peak MB, req/s, p50 ms,
+// p99 ms, failed, note. Unknown values are "-".
+std::string format_table(const std::vector<Row>& rows);
+
+// The same rows as CSV (RFC 4180), with a header line; unknown values are empty.
+std::string format_csv(const std::vector<Row>& rows);
+
+// Values for the table: three significant digits, at most three decimals ("0.104", "12.3", "1234").
+std::string format_value(double value);
+
+struct PlotOptions {
+    std::string title;
+    Duration delay{};             // for the dashed reference lines
+    bool reference_lines = true;  // "N x delay" (one at a time) and "delay" (all at once)
+};
+
+// Wall time against N, both on log scales: a line (and a dot per point) per program, the reference
+// lines dashed, axis labels, a legend. Consecutive N with a value are joined; a missing value
+// (skipped or failed) breaks the line.
+std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options);
+
+}  // namespace sixways::lab

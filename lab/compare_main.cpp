@@ -1,0 +1,595 @@
+// compare: runs every stage (and, with --peers, programs from outside the project) against a lab
+// server for each N, and prints the table the chapters quote.
+//
+//   compare [N ...] [--delay 100ms] [--stages 01,04,...] [--url URL] [--peers] [--runs K] [--out DIR]
+//   compare --timeline TRACE.json [-o OUT.svg]
+//
+// The arithmetic and the output are in compare.cpp and compare_plot.cpp; the processes in
+// compare_process.cpp; this file is the command line and the loop over runs.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/duration.hpp"
+#include "common/json_reader.hpp"
+#include "common/url.hpp"
+#include "lab/compare.hpp"
+#include "lab/compare_process.hpp"
+#include "lab/timeline.hpp"
+
+namespace {
+
+using sixways::Duration;
+using sixways::lab::ChildOutcome;
+using sixways::lab::Program;
+using sixways::lab::RunReport;
+using sixways::lab::Row;
+
+constexpr const char* usage =
+    "usage: compare [N ...] [--delay DURATION] [--stages LIST] [--url URL] [--peers] [--runs K]\n"
+    "               [--out DIR]\n"
+    "       compare --timeline TRACE.json [-o OUT.svg]\n"
+    "\n"
+    "Starts a lab server (labserver, next to this program) on a free port, runs each stage with\n"
+    "--json for every N, all requests at once, and prints a Markdown table: wall time, CPU time,\n"
+    "peak memory, requests per second, latency p50/p99 and failures per program and N. Writes\n"
+    "results.csv and results.svg (wall time against N, log-log) into DIR.\n"
+    "\n"
+    "  N ...             request counts (default 10 100 1000 10000)\n"
+    "  --delay DURATION  the lab server's delay: 2, 2.5s, 250ms (default 100ms)\n"
+    "  --stages LIST     which programs, comma-separated: 01 ... 06 (or full names), yardstick,\n"
+    "                    aiohttp, ab (default: the six stages and the yardstick, if built)\n"
+    "  --url URL         measure against this server instead of starting one; --delay then only\n"
+    "                    estimates how long stage 01 would take\n"
+    "  --peers           add Python's asyncio + aiohttp (lab/peers/aiohttp_fetch.py) and\n"
+    "                    ApacheBench (ab), when installed\n"
+    "  --runs K          run everything K times, interleaved, and show medians (default 1)\n"
+    "  --out DIR         where results.csv and results.svg go (default: the current directory)\n"
+    "  --timeline TRACE  draw a stage's --trace file as an SVG timeline instead (-o: where; by\n"
+    "                    default TRACE with .svg for .json)\n"
+    "  -h, --help        this text\n"
+    "\n"
+    "Stage 01 sends one request at a time, so it is skipped where N x delay is over 20 s. Each run\n"
+    "may take a minute plus three times its expected time; then it is killed and shown as failed.\n"
+    "Progress goes to stderr, only on a terminal. Ctrl-C stops the run in progress and the server,\n"
+    "and prints the table so far.\n";
+
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Options {
+    std::vector<std::size_t> counts;
+    Duration delay = std::chrono::milliseconds(100);
+    std::vector<std::string> stages;  // as given to --stages; empty: the default set
+    std::string url;                  // empty: start a lab server
+    bool peers = false;
+    std::size_t runs = 1;
+    std::string out = ".";
+    std::string timeline;             // --timeline TRACE
+    std::string timeline_out;         // -o
+    bool help = false;
+};
+
+std::size_t parse_positive(const std::string& text, const std::string& what) {
+    std::size_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size() || value == 0 ||
+        value > 1'000'000) {
+        throw UsageError(what + " must be a whole number from 1 to 1000000, not '" + text + "'");
+    }
+    return value;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+    std::vector<std::string> parts;
+    std::stringstream stream(text);
+    std::string part;
+    while (std::getline(stream, part, separator)) {
+        if (!part.empty()) {
+            parts.push_back(part);
+        }
+    }
+    return parts;
+}
+
+Options parse_options(const std::vector<std::string>& args) {
+    Options options;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string name = args[i];
+        std::string value;
+        bool has_value = false;
+        if (name.rfind("--", 0) == 0 && name.find('=') != std::string::npos) {
+            value = name.substr(name.find('=') + 1);
+            name = name.substr(0, name.find('='));
+            has_value = true;
+        }
+        auto take_value = [&] {
+            if (!has_value) {
+                if (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0) {
+                    throw UsageError("option " + name + " needs a value");
+                }
+                value = args[++i];
+            }
+            return value;
+        };
+        if (name == "-h" || name == "--help") {
+            options.help = true;
+            return options;
+        } else if (name == "--delay") {
+            try {
+                options.delay = sixways::parse_duration(take_value());
+            } catch (const sixways::DurationError& error) {
+                throw UsageError(std::string("--delay: ") + error.what());
+            }
+        } else if (name == "--stages") {
+            options.stages = split(take_value(), ',');
+            if (options.stages.empty()) {
+                throw UsageError("--stages needs at least one name");
+            }
+        } else if (name == "--url") {
+            options.url = take_value();
+            try {
+                sixways::parse_url(options.url);
+            } catch (const sixways::UrlError& error) {
+                throw UsageError(std::string("--url: ") + error.what());
+            }
+        } else if (name == "--peers") {
+            options.peers = true;
+        } else if (name == "--runs") {
+            options.runs = parse_positive(take_value(), "--runs");
+        } else if (name == "--out") {
+            options.out = take_value();
+        } else if (name == "--timeline") {
+            options.timeline = take_value();
+        } else if (name == "-o") {
+            options.timeline_out = take_value();
+        } else if (name.size() > 1 && name[0] == '-') {
+            throw UsageError("unknown option '" + args[i] + "'");
+        } else {
+            options.counts.push_back(parse_positive(name, "N"));
+        }
+    }
+    if (!options.timeline_out.empty() && options.timeline.empty()) {
+        throw UsageError("-o goes with --timeline");
+    }
+    if (options.counts.empty()) {
+        options.counts = {10, 100, 1000, 10000};
+    }
+    return options;
+}
+
+// ---- Finding the programs ----
+
+bool executable(const std::string& path) {
+    struct stat info{};
+    return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+// The directory this program is in: the stages and the lab server are built next to it.
+std::string own_directory() {
+    std::error_code error;
+    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+    return error ? std::string(".") : self.parent_path().string();
+}
+
+// `name` in the directories of $PATH, or "" when it is in none.
+std::string on_path(const std::string& name) {
+    const char* path = std::getenv("PATH");
+    for (const std::string& directory : split(path == nullptr ? "" : path, ':')) {
+        std::string candidate = directory + "/" + name;
+        if (executable(candidate)) {
+            return candidate;
+        }
+    }
+    return "";
+}
+
+// Debian's python3-aiohttp installs into the system Python, /usr/bin/python3, which is not always
+// the first python3 on PATH (a virtualenv or pyenv may come first). The first interpreter that can
+// import aiohttp wins; `tried` lists the ones that could not.
+std::string python_with_aiohttp(std::vector<std::string>& tried) {
+    std::vector<std::string> candidates = {"/usr/bin/python3", on_path("python3"),
+                                           "/usr/local/bin/python3"};
+    for (const std::string& python : candidates) {
+        if (python.empty() || !executable(python) ||
+            std::find(tried.begin(), tried.end(), python) != tried.end()) {
+            continue;
+        }
+        ChildOutcome check = sixways::lab::run_to_end({python, "-c", "import aiohttp"},
+                                                      std::chrono::seconds(30), -1);
+        if (check.exit_code == 0) {
+            return python;
+        }
+        tried.push_back(python);
+    }
+    return "";
+}
+
+const std::vector<std::string> stage_names = {"01_blocking",    "02_threads",
+                                              "03_nonblocking", "04_callbacks",
+                                              "05_generators",  "06_coroutines"};
+
+// Whether the user's --stages token names this program: "01" or "01_blocking", "yardstick", ...
+bool named(const std::string& token, const std::string& key) {
+    return token == key || (key.size() > 2 && key[2] == '_' && token == key.substr(0, 2));
+}
+
+bool wanted(const Options& options, const std::string& key, bool by_default) {
+    if (options.stages.empty()) {
+        return by_default;
+    }
+    return std::any_of(options.stages.begin(), options.stages.end(),
+                       [&](const std::string& token) { return named(token, key); });
+}
+
+// The programs to run, in table order; what could not be included goes into `missing` (one line
+// each, for stderr and under the table).
+std::vector<Program> find_programs(const Options& options, const std::string& bin,
+                                   std::vector<std::string>& missing) {
+    for (const std::string& token : options.stages) {
+        bool known = std::any_of(stage_names.begin(), stage_names.end(),
+                                 [&](const std::string& key) { return named(token, key); }) ||
+                     token == "yardstick" || token == "aiohttp" || token == "ab";
+        if (!known) {
+            throw UsageError("--stages: unknown name '" + token +
+                             "' (known: 01 to 06, yardstick, aiohttp, ab)");
+        }
+    }
+    std::vector<Program> programs;
+    for (const std::string& name : stage_names) {
+        if (!wanted(options, name, true)) {
+            continue;
+        }
+        if (executable(bin + "/" + name)) {
+            programs.push_back({Program::Kind::stage, name, bin + "/" + name, "",
+                                name == "01_blocking"});
+        } else {
+            missing.push_back(name + ": not built (no " + bin + "/" + name + ")");
+        }
+    }
+    if (wanted(options, "yardstick", true)) {
+        if (executable(bin + "/yardstick")) {
+            programs.push_back({Program::Kind::yardstick, "yardstick (C, no parser)",
+                                bin + "/yardstick", "", false});
+        } else if (!options.stages.empty()) {
+            missing.push_back("yardstick: not built (no " + bin + "/yardstick)");
+        }
+    }
+    if (wanted(options, "aiohttp", options.peers)) {
+        std::string script = bin + "/peers/aiohttp_fetch.py";
+        std::vector<std::string> tried;
+        std::string python = python_with_aiohttp(tried);
+        if (!std::filesystem::exists(script)) {
+            missing.push_back("aiohttp: skipped, no " + script);
+        } else if (python.empty()) {
+            std::string list;
+            for (const std::string& candidate : tried) {
+                list += (list.empty() ? "" : ", ") + candidate;
+            }
+            missing.push_back("aiohttp: skipped, found no python3 that can import aiohttp (tried " +
+                              (list.empty() ? std::string("none") : list) +
+                              "); on Debian: apt-get install python3-aiohttp");
+        } else {
+            programs.push_back({Program::Kind::aiohttp, "aiohttp (Python asyncio)", python, script,
+                                false});
+        }
+    }
+    if (wanted(options, "ab", options.peers)) {
+        std::string ab = on_path("ab");
+        if (ab.empty()) {
+            missing.push_back("ab: skipped, ApacheBench is not on PATH; on Debian: apt-get install "
+                              "apache2-utils");
+        } else {
+            programs.push_back({Program::Kind::ab, "ab (ApacheBench)", ab, "", false});
+        }
+    }
+    return programs;
+}
+
+// ---- Ctrl-C ----
+
+// The handler only writes a byte to a pipe (async-signal-safe); the loop watches the pipe's read
+// end, and run_to_end kills the run in progress when it becomes readable. A handler (not SIG_IGN)
+// is reset to the default by exec, so the children still react to Ctrl-C normally.
+int stop_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int) {
+    const int saved_errno = errno;
+    (void)!write(stop_pipe[1], "s", 1);
+    errno = saved_errno;
+}
+
+void install_stop_handler() {
+    if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        throw std::runtime_error("pipe2 failed");
+    }
+    struct sigaction action{};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+bool stop_requested() {
+    pollfd fd{stop_pipe[0], POLLIN, 0};
+    return poll(&fd, 1, 0) == 1;
+}
+
+// ---- Progress (stderr, only on a terminal) ----
+
+class Progress {
+public:
+    explicit Progress(std::size_t total) : total_(total), shown_(isatty(STDERR_FILENO) == 1) {}
+
+    void show(const std::string& what) {
+        if (!shown_) {
+            return;
+        }
+        ++done_;
+        std::string line = "[" + std::to_string(done_) + "/" + std::to_string(total_) + "] " + what;
+        std::size_t width = std::max(line.size(), width_);
+        line.resize(width, ' ');
+        width_ = width;
+        std::cerr << "\r" << line << std::flush;
+    }
+
+    void erase() {
+        if (shown_ && width_ > 0) {
+            std::cerr << "\r" << std::string(width_, ' ') << "\r" << std::flush;
+            width_ = 0;
+        }
+    }
+
+private:
+    std::size_t total_;
+    std::size_t done_ = 0;
+    bool shown_;
+    std::size_t width_ = 0;
+};
+
+// ---- One run ----
+
+// The last non-empty line a program wrote to stderr, for the note of a failed run.
+std::string last_line(const std::string& text) {
+    std::vector<std::string> lines = split(text, '\n');
+    std::string line = lines.empty() ? "" : lines.back();
+    return line.size() > 120 ? line.substr(0, 117) + "..." : line;
+}
+
+// Runs `program` once; adds its report to `row`, or a note about why there is none.
+void run_once(const Program& program, std::size_t n, const std::string& url, Duration delay,
+              Row& row) {
+    Duration limit = sixways::lab::time_limit(program, n, delay);
+    ChildOutcome outcome =
+        sixways::lab::run_to_end(sixways::lab::command_line(program, n, url), limit, stop_pipe[0]);
+    ++row.attempts;
+    if (outcome.stopped) {
+        row.note = "stopped by Ctrl-C";
+        return;
+    }
+    std::string problem;
+    if (outcome.timed_out || !outcome.start_error.empty() || outcome.signal != 0) {
+        problem = outcome.describe(limit);
+    } else {
+        // Exit 1 means some requests failed: the report says how many, so it still counts.
+        try {
+            RunReport report = program.kind == Program::Kind::ab
+                                   ? sixways::lab::read_ab_report(outcome.out, n)
+                                   : sixways::lab::read_json_report(outcome.out);
+            // CPU time and memory from wait4, the same way for every program.
+            report.cpu_s = outcome.cpu_s;
+            report.max_rss_kb = static_cast<double>(outcome.max_rss_kb);
+            row.runs.push_back(report);
+            return;
+        } catch (const std::exception& error) {
+            problem = outcome.describe(limit) + ", no report (" + error.what() + ")";
+        }
+    }
+    std::string said = last_line(outcome.err);
+    row.note = "failed: " + problem + (said.empty() ? "" : ": " + said);
+}
+
+// The machine's load average over the last minute, "6.89" (or "unknown").
+std::string load_average() {
+    std::string load;
+    std::ifstream loadavg("/proc/loadavg");
+    loadavg >> load;
+    return load.empty() ? "unknown" : load;
+}
+
+bool write_file(const std::filesystem::path& path, const std::string& text) {
+    std::ofstream file(path, std::ios::binary);
+    file << text;
+    file.close();
+    if (!file) {
+        std::cerr << "compare: cannot write " << path.string() << "\n";
+        return false;
+    }
+    return true;
+}
+
+int draw_timeline(const Options& options) {
+    std::string out = options.timeline_out;
+    if (out.empty()) {
+        std::filesystem::path path(options.timeline);
+        out = path.replace_extension(".svg").string();
+    }
+    std::ifstream file(options.timeline, std::ios::binary);
+    if (!file) {
+        std::cerr << "compare: cannot read " << options.timeline << "\n";
+        return 1;
+    }
+    std::stringstream text;
+    text << file.rdbuf();
+    std::string svg;
+    try {
+        svg = sixways::lab::timeline_svg(text.str());
+    } catch (const std::exception& error) {
+        std::cerr << "compare: " << options.timeline << " is not a trace: " << error.what() << "\n";
+        return 1;
+    }
+    if (!write_file(out, svg)) {
+        return 1;
+    }
+    std::cerr << "compare: wrote " << out << "\n";
+    return 0;
+}
+
+int compare(const Options& options) {
+    const std::string bin = own_directory();
+    std::vector<std::string> missing;
+    std::vector<Program> programs = find_programs(options, bin, missing);
+    for (const std::string& line : missing) {
+        std::cerr << "compare: " << line << "\n";
+    }
+    if (programs.empty()) {
+        std::cerr << "compare: nothing to run\n";
+        return 1;
+    }
+    std::error_code error;
+    std::filesystem::create_directories(options.out, error);
+    if (error || access(options.out.c_str(), W_OK) != 0) {
+        std::cerr << "compare: cannot write into --out " << options.out << "\n";
+        return 1;
+    }
+
+    install_stop_handler();
+    const std::string load_before = load_average();
+    std::optional<sixways::lab::LabServerProcess> server;
+    std::string url = options.url;
+    if (url.empty()) {
+        try {
+            server.emplace(bin + "/labserver", options.delay);
+        } catch (const std::exception& failure) {
+            std::cerr << "compare: " << failure.what() << "\n";
+            return 1;
+        }
+        url = server->url();
+    }
+
+    // One row per program and N, made before the runs so the table keeps this order.
+    std::vector<Row> rows;
+    for (std::size_t n : options.counts) {
+        for (const Program& program : programs) {
+            Row row;
+            row.program = program.label;
+            row.requests = n;
+            if (auto skip = sixways::lab::skip_note(program, n, options.delay)) {
+                row.note = *skip;
+            }
+            rows.push_back(row);
+        }
+    }
+
+    // Interleaved: run 1 of everything, then run 2 of everything, ... so that a change in the
+    // machine's load during the measurement touches every program alike.
+    std::size_t total = 0;
+    for (const Row& row : rows) {
+        total += row.note.empty() ? options.runs : 0;
+    }
+    Progress progress(total);
+    bool stopped = false;
+    for (std::size_t run = 1; run <= options.runs && !stopped; ++run) {
+        for (std::size_t i = 0; i < rows.size() && !stopped; ++i) {
+            Row& row = rows[i];
+            const Program& program = programs[i % programs.size()];
+            if (row.note.rfind("skipped", 0) == 0) {
+                continue;
+            }
+            progress.show(program.label + ", N = " + std::to_string(row.requests) + ", run " +
+                          std::to_string(run) + " of " + std::to_string(options.runs));
+            run_once(program, row.requests, url, options.delay, row);
+            stopped = stop_requested();
+        }
+    }
+    progress.erase();
+    if (server) {
+        server->stop();
+    }
+    // A row with some good runs shows their medians; its note says how many others failed.
+    for (Row& row : rows) {
+        if (!row.runs.empty() && row.attempts > row.runs.size() && row.note.rfind("failed", 0) == 0) {
+            row.note = std::to_string(row.attempts - row.runs.size()) + " of " +
+                       std::to_string(row.attempts) + " runs " + row.note;
+        }
+    }
+
+    const bool lab = options.url.empty();
+    std::string heading =
+        "Each program fetched " + url + " N times, all requests at once (01_blocking: one at a time)";
+    heading += lab ? "; the lab server answered each after " + sixways::format_duration(options.delay)
+                   : "";
+    heading += options.runs > 1 ? ". Medians of " + std::to_string(options.runs) +
+                                      " interleaved runs.\n\n"
+                                : ". One run each.\n\n";
+    std::string notes = "\nwall s: the fetching as the program timed it; CPU s and peak MB: the whole "
+                        "process (start-up included), from wait4; failed: the most failed requests "
+                        "in any one run. Machine: " +
+                        std::to_string(std::thread::hardware_concurrency()) +
+                        " cores; load average " + load_before + " before, " + load_average() +
+                        " after.\n";
+    for (const std::string& line : missing) {
+        notes += "Not measured: " + line + "\n";
+    }
+    std::cout << heading << sixways::lab::format_table(rows) << notes << std::flush;
+
+    if (stopped) {
+        std::cerr << "compare: interrupted; results.csv and results.svg not written\n";
+        return 130;
+    }
+    sixways::lab::PlotOptions plot;
+    plot.title = "Wall time against N" +
+                 (lab ? " (lab server delay " + sixways::format_duration(options.delay) + ")"
+                      : std::string());
+    plot.delay = options.delay;
+    plot.reference_lines = lab;
+    std::filesystem::path out(options.out);
+    bool written = write_file(out / "results.csv", sixways::lab::format_csv(rows)) &&
+                   write_file(out / "results.svg", sixways::lab::plot_svg(rows, plot));
+    if (!written) {
+        return 1;
+    }
+    std::cerr << "compare: wrote " << (out / "results.csv").string() << " and "
+              << (out / "results.svg").string() << "\n";
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options options;
+    try {
+        options = parse_options(std::vector<std::string>(argv + 1, argv + argc));
+        if (options.help) {
+            std::cout << usage;
+            return 0;
+        }
+        if (!options.timeline.empty()) {
+            return draw_timeline(options);
+        }
+        return compare(options);
+    } catch (const UsageError& error) {
+        std::cerr << "compare: " << error.what() << "\n(compare --help shows the options)\n";
+        return 2;
+    }
+}

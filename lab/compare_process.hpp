@@ -1,0 +1,58 @@
+// Child processes for the compare tool: run a program to its end with a time limit (its output, its
+// exit, its CPU time and peak memory), and keep a lab server running in the background. Every child
+// is ended by its own process id and reaped by us, so an id we signal can never belong to another
+// program.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/duration.hpp"
+
+namespace sixways::lab {
+
+struct ChildOutcome {
+    std::string out;            // everything it wrote to stdout
+    std::string err;            // and to stderr
+    std::string start_error;    // it could not be started: "execv: No such file or directory"
+    bool timed_out = false;     // killed at the time limit
+    bool stopped = false;       // killed because stop_fd became readable (Ctrl-C)
+    int exit_code = -1;         // its exit status, when it exited
+    int signal = 0;             // the signal that ended it, when one did
+    double cpu_s = 0;           // user + system time (wait4)
+    long max_rss_kb = 0;        // peak resident memory (wait4)
+
+    // "exit 1", "killed by signal 9", "killed after the time limit of 60 s", ...
+    std::string describe(Duration limit) const;
+};
+
+// Runs argv (argv[0] is a path) with stdin from /dev/null, collects its output and waits for it to
+// end, at most `limit`: then it is killed (SIGKILL). When `stop_fd` (if >= 0) becomes readable, the
+// child is killed at once and `stopped` is set: that is how Ctrl-C reaches a run in progress.
+ChildOutcome run_to_end(const std::vector<std::string>& argv, Duration limit, int stop_fd);
+
+// `build/bin/labserver --port 0 --delay D` in the background, for as long as this object lives.
+class LabServerProcess {
+public:
+    // Starts it and waits (up to 10 s) for its "listening on URL" line. Throws std::runtime_error
+    // with what it said if it does not get there.
+    LabServerProcess(const std::string& path, Duration delay);
+    ~LabServerProcess();  // stop()
+
+    LabServerProcess(const LabServerProcess&) = delete;
+    LabServerProcess& operator=(const LabServerProcess&) = delete;
+
+    const std::string& url() const { return url_; }
+
+    // SIGTERM, then SIGKILL if it has not exited within 5 s; reaps it. Safe to call twice.
+    void stop();
+
+private:
+    pid_t pid_ = -1;
+    int output_ = -1;  // the read end of its stdout and stderr
+    std::string url_;
+};
+
+}  // namespace sixways::lab

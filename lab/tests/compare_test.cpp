@@ -1,0 +1,393 @@
+#include "lab/compare.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/json_reader.hpp"
+#include "lab/compare_process.hpp"
+#include "lab/svg.hpp"
+#include "lab/tests/svg_check.hpp"
+
+namespace sixways::lab {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::count_elements;
+using testing::xml_problem;
+
+Program stage(const std::string& name, bool one_at_a_time = false) {
+    return {Program::Kind::stage, name, "/bin/" + name, "", one_at_a_time};
+}
+
+RunReport run_of(double wall_s, std::size_t failed = 0, std::optional<double> p50 = 100.0,
+                 std::optional<double> p99 = 110.0) {
+    RunReport run;
+    run.ok = 10 - failed;
+    run.failed = failed;
+    run.wall_s = wall_s;
+    run.cpu_s = wall_s / 10;
+    run.max_rss_kb = 2048;
+    run.p50_ms = p50;
+    run.p99_ms = p99;
+    return run;
+}
+
+Row row_of(const std::string& program, std::size_t n, std::vector<RunReport> runs,
+           std::string note = "") {
+    Row row;
+    row.program = program;
+    row.requests = n;
+    row.attempts = runs.size();
+    row.runs = std::move(runs);
+    row.note = std::move(note);
+    return row;
+}
+
+// ---- What each program is run as ----
+
+TEST(CommandLine, RunsAStageWithJsonAndEveryRequestAtOnce) {
+    EXPECT_THAT(command_line(stage("04_callbacks"), 1000, "http://127.0.0.1:1234/"),
+                ElementsAre("/bin/04_callbacks", "1000", "--url", "http://127.0.0.1:1234/", "--json"));
+}
+
+TEST(CommandLine, RunsTheAiohttpScriptWithTheInterpreterThatHasAiohttp) {
+    Program peer{Program::Kind::aiohttp, "aiohttp", "/usr/bin/python3", "/x/aiohttp_fetch.py", false};
+    EXPECT_THAT(command_line(peer, 10, "http://h:1/"),
+                ElementsAre("/usr/bin/python3", "/x/aiohttp_fetch.py", "10", "--url", "http://h:1/",
+                            "--json"));
+}
+
+TEST(CommandLine, RunsApacheBenchWithAllRequestsInFlightUpToItsLimit) {
+    Program ab{Program::Kind::ab, "ab", "/usr/bin/ab", "", false};
+    EXPECT_THAT(command_line(ab, 100, "http://h:1/"),
+                ElementsAre("/usr/bin/ab", "-n", "100", "-c", "100", "-r", "-s", "10", "http://h:1/"));
+    EXPECT_EQ(command_line(ab, 50000, "http://h:1/")[4], "20000");
+}
+
+// ---- Reading the reports ----
+
+TEST(ReadJsonReport, ReadsAStagesReport) {
+    RunReport run = read_json_report(
+        R"({"stage":"04_callbacks","url":"http://127.0.0.1:8080/","requests":1000,"ok":998,)"
+        R"("failed":2,"bytes":99800,"wall_s":0.131,"cpu_s":0.05,"max_rss_kb":9000,)"
+        R"("concurrency":1000,"latency_ms":{"p50":102.5,"p99":118,"max":121},"errors":{"connect":2}})");
+    EXPECT_EQ(run.ok, 998u);
+    EXPECT_EQ(run.failed, 2u);
+    EXPECT_DOUBLE_EQ(run.wall_s, 0.131);
+    EXPECT_DOUBLE_EQ(run.cpu_s, 0.05);
+    EXPECT_DOUBLE_EQ(run.max_rss_kb, 9000);
+    EXPECT_EQ(run.p50_ms, 102.5);
+    EXPECT_EQ(run.p99_ms, 118);
+}
+
+TEST(ReadJsonReport, ReadsTheYardsticksReportWhichHasNoLatency) {
+    RunReport run = read_json_report(
+        R"({"stage":"yardstick","url":"http://127.0.0.1:8080/","requests":10,"ok":10,"failed":0,)"
+        R"("bytes_received":4351,"wall_s":0.104,"cpu_s":0.001,"max_rss_kb":1500,"concurrency":10})");
+    EXPECT_EQ(run.ok, 10u);
+    EXPECT_DOUBLE_EQ(run.wall_s, 0.104);
+    EXPECT_FALSE(run.p50_ms.has_value());
+    EXPECT_FALSE(run.p99_ms.has_value());
+}
+
+TEST(ReadJsonReport, ANullLatencyIsUnknown) {
+    RunReport run = read_json_report(
+        R"({"ok":0,"failed":5,"wall_s":1,"cpu_s":0,"max_rss_kb":1,"latency_ms":{"p50":null,"p99":null}})");
+    EXPECT_FALSE(run.p50_ms.has_value());
+    EXPECT_EQ(run.failed, 5u);
+}
+
+TEST(ReadJsonReport, RejectsWhatIsNotAReport) {
+    EXPECT_THROW(read_json_report(""), JsonError);
+    EXPECT_THROW(read_json_report("04_callbacks: 10 requests ..."), JsonError);
+    EXPECT_THROW(read_json_report(R"({"ok":1,"failed":0,"cpu_s":0,"max_rss_kb":1})"),
+                 std::runtime_error);  // no wall_s
+    EXPECT_THROW(read_json_report(R"({"ok":"1","failed":0,"wall_s":1,"cpu_s":0,"max_rss_kb":1})"),
+                 std::runtime_error);  // a string where a number belongs
+}
+
+const char* const ab_output = R"(This is ApacheBench, Version 2.3 <$Revision$>
+Benchmarking 127.0.0.1 (be patient).....done
+
+Document Path:          /
+Document Length:        100 bytes
+
+Concurrency Level:      20
+Time taken for tests:   0.115 seconds
+Complete requests:      20
+Failed requests:        1
+Total transferred:      4351 bytes
+
+Percentage of the requests served within a certain time (ms)
+  50%     63
+  66%     63
+  99%     71
+ 100%     72 (longest request)
+)";
+
+TEST(ReadAbReport, ReadsCountsTimeAndPercentiles) {
+    RunReport run = read_ab_report(ab_output, 20);
+    EXPECT_EQ(run.ok, 19u);
+    EXPECT_EQ(run.failed, 1u);
+    EXPECT_DOUBLE_EQ(run.wall_s, 0.115);
+    EXPECT_EQ(run.p50_ms, 63);
+    EXPECT_EQ(run.p99_ms, 71);
+}
+
+TEST(ReadAbReport, CountsRequestsItNeverCompletedAsFailed) {
+    EXPECT_EQ(read_ab_report(ab_output, 25).failed, 6u);
+}
+
+TEST(ReadAbReport, RejectsOutputWithoutItsTotals) {
+    EXPECT_THROW(read_ab_report("apr_socket_connect(): Connection refused (111)\n", 20),
+                 std::runtime_error);
+}
+
+// ---- Medians, the skip rule, the time limit ----
+
+TEST(Median, IsTheMiddleValueOrTheMeanOfTheTwoMiddleOnes) {
+    EXPECT_EQ(median({3, 1, 2}), 2);
+    EXPECT_EQ(median({4, 1, 3, 2}), 2.5);
+    EXPECT_EQ(median({7}), 7);
+    EXPECT_TRUE(std::isnan(median({})));
+}
+
+TEST(SkipNote, SkipsOneAtATimeWhenNTimesDelayIsOverTwentySeconds) {
+    const Program blocking = stage("01_blocking", true);
+    EXPECT_EQ(skip_note(blocking, 200, milliseconds(100)), std::nullopt);  // 20 s: still run
+    EXPECT_EQ(skip_note(blocking, 1000, milliseconds(100)), "skipped: would take about 100 s");
+    EXPECT_EQ(skip_note(blocking, 10000, milliseconds(100)), "skipped: would take about 1000 s");
+    EXPECT_EQ(skip_note(blocking, 10000, milliseconds(0)), std::nullopt);
+}
+
+TEST(SkipNote, NeverSkipsAProgramThatSendsEverythingAtOnce) {
+    EXPECT_EQ(skip_note(stage("04_callbacks"), 1'000'000, seconds(1)), std::nullopt);
+}
+
+TEST(TimeLimit, IsAMinutePlusThreeTimesTheExpectedTime) {
+    EXPECT_EQ(time_limit(stage("01_blocking", true), 100, milliseconds(100)), seconds(90));
+    EXPECT_EQ(time_limit(stage("04_callbacks"), 10000, milliseconds(100)), milliseconds(60300));
+}
+
+// ---- Rows ----
+
+TEST(Row, GivesMediansAndTheMostFailuresOfAnyRun) {
+    Row row = row_of("04_callbacks", 10, {run_of(0.3, 0, 100, 130), run_of(0.1, 2, 90, 110),
+                                          run_of(0.2, 0, 95, 120)});
+    EXPECT_DOUBLE_EQ(row.wall_s(), 0.2);
+    EXPECT_DOUBLE_EQ(row.cpu_s(), 0.02);
+    EXPECT_DOUBLE_EQ(row.max_rss_mb(), 2);
+    EXPECT_DOUBLE_EQ(row.requests_per_s(), 50);
+    EXPECT_DOUBLE_EQ(row.p50_ms(), 95);
+    EXPECT_DOUBLE_EQ(row.p99_ms(), 120);
+    EXPECT_EQ(row.failed(), 2u);
+}
+
+TEST(Row, WithoutRunsEverythingIsUnknown) {
+    Row row = row_of("01_blocking", 10000, {}, "skipped: would take about 1000 s");
+    EXPECT_TRUE(std::isnan(row.wall_s()));
+    EXPECT_TRUE(std::isnan(row.requests_per_s()));
+    EXPECT_EQ(row.failed(), std::nullopt);
+}
+
+TEST(FormatValue, KeepsThreeSignificantDigits) {
+    EXPECT_EQ(format_value(0.10432), "0.104");
+    EXPECT_EQ(format_value(0.0004), "0.000");
+    EXPECT_EQ(format_value(2.3456), "2.35");
+    EXPECT_EQ(format_value(12.34), "12.3");
+    EXPECT_EQ(format_value(1234.4), "1234");
+    EXPECT_EQ(format_value(std::nan("")), "-");
+}
+
+// ---- The table and the CSV ----
+
+std::vector<Row> sample_rows() {
+    return {
+        row_of("01_blocking", 10, {run_of(1.02)}),
+        row_of("yardstick (C, no parser)", 10, {run_of(0.104, 0, std::nullopt, std::nullopt)}),
+        row_of("01_blocking", 1000, {}, "skipped: would take about 100 s"),
+        row_of("yardstick (C, no parser)", 1000, {run_of(0.25, 3, std::nullopt, std::nullopt)}),
+    };
+}
+
+TEST(FormatTable, IsAMarkdownTableGroupedByN) {
+    EXPECT_EQ(format_table(sample_rows()),
+              "| program | N | wall s | CPU s | peak MB | req/s | p50 ms | p99 ms | failed | note |\n"
+              "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
+              "| 01_blocking | 10 | 1.02 | 0.102 | 2.00 | 10 | 100 | 110 | 0 |  |\n"
+              "| yardstick (C, no parser) | 10 | 0.104 | 0.010 | 2.00 | 96 | - | - | 0 |  |\n"
+              "| 01_blocking | 1000 | - | - | - | - | - | - | - | skipped: would take about 100 s |\n"
+              "| yardstick (C, no parser) | 1000 | 0.250 | 0.025 | 2.00 | 4000 | - | - | 3 |  |\n");
+}
+
+TEST(FormatTable, GroupsRowsOfOneNTogetherWhateverTheirOrder) {
+    std::vector<Row> rows = {row_of("a", 10, {run_of(1)}), row_of("a", 100, {run_of(1)}),
+                             row_of("b", 10, {run_of(1)})};
+    std::string table = format_table(rows);
+    EXPECT_LT(table.find("| b | 10 |"), table.find("| a | 100 |"));
+}
+
+TEST(FormatCsv, HasAHeaderAndOneLinePerRowWithEmptyUnknowns) {
+    std::string csv = format_csv(sample_rows());
+    std::istringstream lines(csv);
+    std::string line;
+    std::vector<std::string> all;
+    while (std::getline(lines, line)) {
+        all.push_back(line);
+    }
+    ASSERT_EQ(all.size(), 5u);
+    EXPECT_EQ(all[0], "program,requests,runs,wall_s,cpu_s,peak_mb,requests_per_s,p50_ms,p99_ms,"
+                      "failed,note");
+    EXPECT_EQ(all[1], "01_blocking,10,1,1.02,0.102,2,9.80392,100,110,0,");
+    EXPECT_EQ(all[3], "01_blocking,1000,0,,,,,,,,skipped: would take about 100 s");
+    // A program name with a comma is quoted.
+    EXPECT_THAT(all[2], StartsWith("\"yardstick (C, no parser)\",10,1,0.104,"));
+}
+
+TEST(FormatCsv, QuotesFieldsWithCommasAndDoublesTheirQuotes) {
+    std::string csv = format_csv({row_of("x", 1, {}, "failed: exit 1: said \"no\", twice")});
+    EXPECT_THAT(csv, HasSubstr(",\"failed: exit 1: said \"\"no\"\", twice\"\n"));
+}
+
+// ---- The plot ----
+
+std::vector<Row> ladder(const std::string& program, std::vector<double> walls) {
+    std::vector<Row> rows;
+    std::size_t n = 10;
+    for (double wall : walls) {
+        rows.push_back(std::isnan(wall) ? row_of(program, n, {}, "skipped")
+                                        : row_of(program, n, {run_of(wall)}));
+        n *= 10;
+    }
+    return rows;
+}
+
+TEST(PlotSvg, IsWellFormedWithALineAndADotPerPointOfEachProgram) {
+    std::vector<Row> rows = ladder("01_blocking", {1, 10, std::nan(""), std::nan("")});
+    for (const Row& row : ladder("04_callbacks", {0.1, 0.11, 0.2, 1.5})) {
+        rows.push_back(row);
+    }
+    PlotOptions options{"Wall time against N", milliseconds(100), true};
+    std::string svg = plot_svg(rows, options);
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_EQ(count_elements(svg, "polyline", "class=\"series\""), 2u);
+    EXPECT_EQ(count_elements(svg, "circle", "class=\"point\""), 6u);
+    EXPECT_EQ(count_elements(svg, "polyline", "class=\"reference\""), 2u);
+    EXPECT_THAT(svg, HasSubstr(">01_blocking</text>"));
+    EXPECT_THAT(svg, HasSubstr(">04_callbacks</text>"));
+    EXPECT_THAT(svg, HasSubstr("N × delay (one at a time)"));
+    EXPECT_THAT(svg, HasSubstr("requests (N), log scale"));
+    EXPECT_THAT(svg, HasSubstr("wall time (s), log scale"));
+    // One point of 04 per decade of N: its line has four points.
+    std::size_t line = svg.find("stroke=\"#f28e2b\" stroke-width=\"2\" class=\"series\"");
+    ASSERT_NE(line, std::string::npos);
+    std::size_t start = svg.rfind("points=\"", line);
+    std::string points = svg.substr(start, line - start);
+    EXPECT_EQ(std::count(points.begin(), points.end(), ','), 4);
+}
+
+TEST(PlotSvg, AMissingValueBreaksTheLine) {
+    std::string svg = plot_svg(ladder("02_threads", {0.1, 0.2, std::nan(""), 2}), {"t", {}, true});
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_EQ(count_elements(svg, "polyline", "class=\"series\""), 1u);  // the lone last point: a dot
+    EXPECT_EQ(count_elements(svg, "circle", "class=\"point\""), 3u);
+}
+
+TEST(PlotSvg, LeavesOutTheReferenceLinesWithoutADelay) {
+    std::string svg = plot_svg(ladder("04_callbacks", {0.01, 0.02}), {"t", {}, true});
+    EXPECT_EQ(count_elements(svg, "polyline", "class=\"reference\""), 0u);
+    svg = plot_svg(ladder("04_callbacks", {0.01, 0.02}), {"t", milliseconds(100), false});
+    EXPECT_EQ(count_elements(svg, "polyline", "class=\"reference\""), 0u);
+}
+
+TEST(PlotSvg, EscapesNamesAndTitles) {
+    std::string svg = plot_svg(ladder("a<b & c", {0.1, 0.2}), {"x \"&\" y", {}, true});
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_THAT(svg, HasSubstr(">a&lt;b &amp; c</text>"));
+}
+
+TEST(PlotSvg, DrawsAxesEvenWithNothingMeasured) {
+    std::string svg = plot_svg(ladder("01_blocking", {std::nan(""), std::nan("")}),
+                               {"t", milliseconds(100), true});
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_EQ(count_elements(svg, "circle", "class=\"point\""), 0u);
+}
+
+// ---- The SVG helpers ----
+
+TEST(Svg, NumbersHaveAtMostTwoDecimalsAndNoTrailingZeros) {
+    EXPECT_EQ(svg::number(12.5), "12.5");
+    EXPECT_EQ(svg::number(3), "3");
+    EXPECT_EQ(svg::number(100), "100");
+    EXPECT_EQ(svg::number(0.071), "0.07");
+    EXPECT_EQ(svg::number(-0.001), "0");
+}
+
+TEST(Svg, LinearTicksAreRoundValuesCoveringTheRange) {
+    EXPECT_THAT(svg::linear_ticks(0, 1000, 5), ElementsAre(0, 200, 400, 600, 800, 1000));
+    EXPECT_THAT(svg::linear_ticks(0, 7.3, 8), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
+    EXPECT_TRUE(svg::linear_ticks(5, 5, 8).empty());
+}
+
+// ---- The real program, once, small ----
+
+// Two stages, N = 2, no delay: the table, the CSV and the plot come out, and the server is gone.
+TEST(CompareBinary, RunsTwoStagesAndWritesTheTableCsvAndPlot) {
+    const std::filesystem::path bin = std::filesystem::path(COMPARE_BINARY).parent_path();
+    if (!std::filesystem::exists(bin / "01_blocking") || !std::filesystem::exists(bin / "04_callbacks")) {
+        GTEST_SKIP() << "01_blocking and 04_callbacks are not built next to compare";
+    }
+    const std::filesystem::path out = std::filesystem::path(::testing::TempDir()) /
+                                      ("compare_test_" + std::to_string(getpid()));
+    std::filesystem::remove_all(out);
+    ChildOutcome run = run_to_end({COMPARE_BINARY, "2", "--stages", "01,04", "--delay", "0",
+                                   "--out", out.string()},
+                                  seconds(120), -1);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr("| 01_blocking | 2 |"));
+    EXPECT_THAT(run.out, HasSubstr("| 04_callbacks | 2 |"));
+    EXPECT_THAT(run.out, ::testing::Not(HasSubstr("yardstick")));
+
+    std::ifstream csv(out / "results.csv");
+    std::string header, first, second, extra;
+    std::getline(csv, header);
+    std::getline(csv, first);
+    std::getline(csv, second);
+    EXPECT_THAT(first, StartsWith("01_blocking,2,1,"));
+    EXPECT_THAT(second, StartsWith("04_callbacks,2,1,"));
+    EXPECT_THAT(first, ::testing::EndsWith(",0,")) << "no failures, no note";
+    EXPECT_FALSE(std::getline(csv, extra));
+
+    std::ifstream plot(out / "results.svg");
+    std::stringstream svg;
+    svg << plot.rdbuf();
+    EXPECT_EQ(xml_problem(svg.str()), "");
+    EXPECT_EQ(count_elements(svg.str(), "circle", "class=\"point\""), 2u);
+    std::filesystem::remove_all(out);
+}
+
+TEST(CompareBinary, BadUsageExitsTwoAndSaysWhy) {
+    ChildOutcome run = run_to_end({COMPARE_BINARY, "--stages", "07"}, seconds(30), -1);
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_THAT(run.err, HasSubstr("--stages: unknown name '07'"));
+    run = run_to_end({COMPARE_BINARY, "0"}, seconds(30), -1);
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_THAT(run.err, HasSubstr("N must be a whole number from 1"));
+}
+
+}  // namespace
+}  // namespace sixways::lab

@@ -1,0 +1,94 @@
+#include "lab/timeline.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/json_reader.hpp"
+#include "common/trace.hpp"
+#include "lab/tests/svg_check.hpp"
+
+namespace sixways::lab {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+using testing::count_elements;
+using testing::xml_problem;
+
+const Clock::time_point t0 = Clock::time_point{} + std::chrono::hours(3);
+
+Result answered(int start_ms, int done_ms) {
+    Result result;
+    result.timing = {t0 + milliseconds(start_ms), t0 + milliseconds(start_ms + 1),
+                     t0 + milliseconds(start_ms + 2), t0 + milliseconds(done_ms - 1),
+                     t0 + milliseconds(done_ms)};
+    result.response.status = 200;
+    return result;
+}
+
+std::string trace_of(const std::vector<Result>& results) {
+    TraceRun run{"07_test", "http://127.0.0.1:8080/", results.size(), t0, t0 + milliseconds(1), ""};
+    return format_trace(run, results);
+}
+
+// The rectangles of one colour: the phases drawn in it.
+std::size_t filled(const std::string& svg, const std::string& colour) {
+    return count_elements(svg, "rect", "fill=\"" + colour + "\"");
+}
+
+TEST(TimelineSvg, DrawsEveryRequestAndItsFourPhasesOnWellFormedSvg) {
+    std::string svg = timeline_svg(trace_of({answered(1, 100), answered(2, 100), answered(3, 100)}));
+    EXPECT_EQ(xml_problem(svg), "");
+    // Each colour appears once in the legend, and then once per request.
+    EXPECT_EQ(filled(svg, "#4e79a7"), 1u + 3u);  // connect
+    EXPECT_EQ(filled(svg, "#f28e2b"), 1u + 3u);  // send
+    EXPECT_EQ(filled(svg, "#bab0ac"), 1u + 3u);  // wait
+    EXPECT_EQ(filled(svg, "#59a14f"), 1u + 3u);  // receive
+    EXPECT_EQ(filled(svg, "#e8e8e8"), 1u + 3u);  // the whole request
+    EXPECT_EQ(filled(svg, "#b07aa1"), 1u + 1u);  // the resolve
+    EXPECT_EQ(filled(svg, "#e15759"), 1u);       // nothing failed: only the legend's
+    EXPECT_THAT(svg, HasSubstr(">07_test: 3 requests to http://127.0.0.1:8080/</text>"));
+    EXPECT_THAT(svg, HasSubstr(">lane 3</text>"));
+    EXPECT_THAT(svg, HasSubstr(">time (ms)</text>"));
+}
+
+TEST(TimelineSvg, DrawsThePhaseAFailedRequestEndedInRed) {
+    Result refused;
+    refused.timing.start = t0 + milliseconds(1);
+    refused.timing.done = t0 + milliseconds(2);
+    refused.error = ErrorKind::connect;
+    refused.error_message = "connect: Connection refused";
+    std::string svg = timeline_svg(trace_of({refused, answered(1, 50)}));
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_EQ(filled(svg, "#e15759"), 1u + 1u);
+    EXPECT_EQ(filled(svg, "#4e79a7"), 1u + 1u);  // the connect that worked
+    EXPECT_THAT(svg, HasSubstr("2 requests in "));
+    EXPECT_THAT(svg, HasSubstr("1 failed"));
+}
+
+TEST(TimelineSvg, KeepsManyLanesWithinItsHeight) {
+    std::vector<Result> results;
+    for (int i = 0; i < 2000; ++i) {
+        results.push_back(answered(i % 7, 200));
+    }
+    std::string svg = timeline_svg(trace_of(results));
+    EXPECT_EQ(xml_problem(svg), "");
+    // 2000 lanes, all at once; the document stays under 800 units tall.
+    std::size_t at = svg.find("height=\"") + 8;
+    EXPECT_LT(std::stod(svg.substr(at, svg.find('"', at) - at)), 800);
+    EXPECT_THAT(svg, HasSubstr(">lane 2000</text>"));
+    EXPECT_THAT(svg, ::testing::Not(HasSubstr(">lane 1000</text>")));
+}
+
+TEST(TimelineSvg, RejectsWhatIsNotATrace) {
+    EXPECT_THROW(timeline_svg("not json"), JsonError);
+    EXPECT_THROW(timeline_svg("{\"events\": []}"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace sixways::lab
