@@ -4,7 +4,7 @@
 //
 // It is the smallest example of the pattern every wait in this stage follows: make a Future,
 // arrange for something to complete it later (here a timer), co_await it, and undo the
-// arrangement however the wait ends. sleep.cpp is eight lines.
+// arrangement however the wait ends. sleep.cpp is a handful of lines.
 #pragma once
 
 #include "06_coroutines/event_loop.hpp"
