@@ -53,7 +53,8 @@ std::string describe(const FetchStatistic& stat) {
         if (!stat.encoding.empty()) text += " " + stat.encoding;
         text += "  " + std::to_string(stat.size) + " bytes";
         if (stat.content_type == "text/html" && stat.status == 200) {
-            text += ", " + std::to_string(stat.num_urls) + " links, " + std::to_string(stat.num_new_urls) + " new";
+            text += ", " + std::to_string(stat.num_urls) + (stat.num_urls == 1 ? " link, " : " links, ") +
+                    std::to_string(stat.num_new_urls) + " new";
         }
     }
     if (stat.tries > 1) text += " (" + std::to_string(stat.tries) + " tries)";
