@@ -155,6 +155,13 @@ RunReport read_json_report(std::string_view text) {
     run.max_rss_kb = member(report, "max_rss_kb", Json::Type::number).number;
     run.p50_ms = latency(report, "p50");
     run.p99_ms = latency(report, "p99");
+    if (const Json* errors = report.find("errors"); errors != nullptr) {
+        for (std::size_t i = 0; i < errors->keys.size(); ++i) {
+            if (errors->items[i].type == Json::Type::number) {
+                run.errors[errors->keys[i]] = static_cast<std::size_t>(errors->items[i].number);
+            }
+        }
+    }
     return run;
 }
 
@@ -237,6 +244,24 @@ std::optional<std::size_t> Row::failed() const {
     return most;
 }
 
+std::string Row::full_note() const {
+    const RunReport* worst = nullptr;
+    for (const RunReport& run : runs) {
+        if (run.failed > 0 && (worst == nullptr || run.failed > worst->failed)) {
+            worst = &run;
+        }
+    }
+    if (worst == nullptr || worst->errors.empty()) {
+        return note;
+    }
+    std::string kinds;
+    for (const auto& [kind, count] : worst->errors) {
+        kinds += (kinds.empty() ? "" : ", ") + kind + " " + std::to_string(count);
+    }
+    return note + (note.empty() ? "" : "; ") + (runs.size() > 1 ? "worst run: " : "errors: ") +
+           kinds;
+}
+
 std::string format_value(double value) {
     if (std::isnan(value)) {
         return "-";
@@ -277,7 +302,7 @@ std::string format_table(const std::vector<Row>& rows) {
                      format_value(row.max_rss_mb()) + " | " +
                      (std::isnan(rate) ? "-" : format("%.0f", rate)) + " | " +
                      format_value(row.p50_ms()) + " | " + format_value(row.p99_ms()) + " | " +
-                     (failed ? std::to_string(*failed) : "-") + " | " + row.note + " |\n";
+                     (failed ? std::to_string(*failed) : "-") + " | " + row.full_note() + " |\n";
         }
     }
     return table;
@@ -293,7 +318,7 @@ std::string format_csv(const std::vector<Row>& rows) {
                csv_number(row.cpu_s()) + "," + csv_number(row.max_rss_mb()) + "," +
                csv_number(row.requests_per_s()) + "," + csv_number(row.p50_ms()) + "," +
                csv_number(row.p99_ms()) + "," + (failed ? std::to_string(*failed) : "") + "," +
-               csv_field(row.note) + "\n";
+               csv_field(row.full_note()) + "\n";
     }
     return csv;
 }

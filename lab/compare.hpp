@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,7 @@ struct RunReport {
     double max_rss_kb = 0;
     std::optional<double> p50_ms;  // not every program reports latency
     std::optional<double> p99_ms;
+    std::map<std::string, std::size_t> errors;  // kind -> count, when the report gives them
 };
 
 // Reads one --json report: a stage's, the aiohttp script's (same keys), or the yardstick's.
@@ -85,6 +87,9 @@ struct Row {
     double p50_ms() const;
     double p99_ms() const;
     std::optional<std::size_t> failed() const;
+    // The note, followed by the error kinds of the run with the most failures, if it had any
+    // ("worst run: timeout 12, connect 3").
+    std::string full_note() const;
 };
 
 // The Markdown table, grouped by N in the order given: wall s, CPU s, peak MB, req/s, p50 ms,

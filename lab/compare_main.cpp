@@ -528,6 +528,9 @@ int compare(const Options& options) {
     }
     // A row with some good runs shows their medians; its note says how many others failed.
     for (Row& row : rows) {
+        if (stopped && row.attempts == 0 && row.note.empty()) {
+            row.note = "not run (interrupted)";
+        }
         if (!row.runs.empty() && row.attempts > row.runs.size() && row.note.rfind("failed", 0) == 0) {
             row.note = std::to_string(row.attempts - row.runs.size()) + " of " +
                        std::to_string(row.attempts) + " runs " + row.note;

@@ -2,12 +2,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -92,6 +94,7 @@ TEST(ReadJsonReport, ReadsAStagesReport) {
     EXPECT_DOUBLE_EQ(run.max_rss_kb, 9000);
     EXPECT_EQ(run.p50_ms, 102.5);
     EXPECT_EQ(run.p99_ms, 118);
+    EXPECT_EQ(run.errors, (std::map<std::string, std::size_t>{{"connect", 2}}));
 }
 
 TEST(ReadJsonReport, ReadsTheYardsticksReportWhichHasNoLatency) {
@@ -202,6 +205,18 @@ TEST(Row, WithoutRunsEverythingIsUnknown) {
     EXPECT_TRUE(std::isnan(row.wall_s()));
     EXPECT_TRUE(std::isnan(row.requests_per_s()));
     EXPECT_EQ(row.failed(), std::nullopt);
+}
+
+TEST(Row, NamesTheErrorKindsOfTheRunWithTheMostFailures) {
+    RunReport few = run_of(1, 1), most = run_of(1, 5);
+    few.errors = {{"connect", 1}};
+    most.errors = {{"connect", 2}, {"timeout", 3}};
+    EXPECT_EQ(row_of("a", 10, {few, most, run_of(1)}).full_note(),
+              "worst run: connect 2, timeout 3");
+    EXPECT_EQ(row_of("a", 10, {most}).full_note(), "errors: connect 2, timeout 3");
+    EXPECT_EQ(row_of("a", 10, {most}, "1 of 2 runs failed: exit 2").full_note(),
+              "1 of 2 runs failed: exit 2; errors: connect 2, timeout 3");
+    EXPECT_EQ(row_of("a", 10, {run_of(1)}, "").full_note(), "");
 }
 
 TEST(FormatValue, KeepsThreeSignificantDigits) {
@@ -341,6 +356,41 @@ TEST(Svg, LinearTicksAreRoundValuesCoveringTheRange) {
     EXPECT_THAT(svg::linear_ticks(0, 1000, 5), ElementsAre(0, 200, 400, 600, 800, 1000));
     EXPECT_THAT(svg::linear_ticks(0, 7.3, 8), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
     EXPECT_TRUE(svg::linear_ticks(5, 5, 8).empty());
+}
+
+// ---- Child processes ----
+
+TEST(RunToEnd, CollectsOutputAndExitStatus) {
+    ChildOutcome run = run_to_end({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, seconds(30), -1);
+    EXPECT_EQ(run.out, "out\n");
+    EXPECT_EQ(run.err, "err\n");
+    EXPECT_EQ(run.exit_code, 3);
+    EXPECT_FALSE(run.timed_out);
+    EXPECT_EQ(run.describe(seconds(30)), "exit 3");
+}
+
+TEST(RunToEnd, KillsAChildThatOutlivesItsTimeLimit) {
+    ChildOutcome run = run_to_end({"/bin/sleep", "30"}, milliseconds(200), -1);
+    EXPECT_TRUE(run.timed_out);
+    EXPECT_EQ(run.signal, SIGKILL);
+    EXPECT_EQ(run.describe(milliseconds(200)), "killed after the time limit of 200 ms");
+}
+
+TEST(RunToEnd, StopsTheChildWhenTheStopDescriptorBecomesReadable) {
+    int stop[2];
+    ASSERT_EQ(pipe(stop), 0);
+    ASSERT_EQ(write(stop[1], "s", 1), 1);
+    ChildOutcome run = run_to_end({"/bin/sleep", "30"}, seconds(30), stop[0]);
+    EXPECT_TRUE(run.stopped);
+    EXPECT_FALSE(run.timed_out);
+    close(stop[0]);
+    close(stop[1]);
+}
+
+TEST(RunToEnd, SaysWhenAProgramCannotBeStarted) {
+    ChildOutcome run = run_to_end({"/nonexistent/program"}, seconds(30), -1);
+    EXPECT_EQ(run.start_error, "execv: No such file or directory");
+    EXPECT_EQ(run.describe(seconds(30)), "could not start: execv: No such file or directory");
 }
 
 // ---- The real program, once, small ----
