@@ -40,6 +40,10 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
     //    SO_ERROR then says how it ended.
     Descriptor socket;
     int error = 0;  // why the last address failed
+    if (request.addresses.empty()) {
+        fail(result, ErrorKind::resolve, "resolve: no address to connect to");
+        co_return;
+    }
     for (const Address& address : request.addresses) {
         socket = Descriptor(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
         if (!socket) {
@@ -61,8 +65,7 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
         socket.close();  // this address failed; try the next one
     }
     if (!socket) {
-        fail(result, kind_for_errno(error, ErrorKind::connect),
-             request.addresses.empty() ? "connect: no address to connect to" : errno_message("connect", error));
+        fail(result, kind_for_errno(error, ErrorKind::connect), errno_message("connect", error));
         co_return;
     }
     result.timing.connected = Clock::now();

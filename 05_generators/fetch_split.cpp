@@ -53,6 +53,10 @@ namespace {
 // `result` holds the error. (The outcome would be the return value, if a generator had one.)
 Fetch connect_to_any(const Request& request, const Options& options, Result& result, Descriptor& socket) {
     int error = 0;
+    if (request.addresses.empty()) {
+        fail(result, ErrorKind::resolve, "resolve: no address to connect to");
+        co_return;
+    }
     for (const Address& address : request.addresses) {
         socket = Descriptor(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
         if (!socket) {
@@ -74,8 +78,7 @@ Fetch connect_to_any(const Request& request, const Options& options, Result& res
         socket.close();
     }
     if (!socket) {
-        fail(result, kind_for_errno(error, ErrorKind::connect),
-             request.addresses.empty() ? "connect: no address to connect to" : errno_message("connect", error));
+        fail(result, kind_for_errno(error, ErrorKind::connect), errno_message("connect", error));
         co_return;
     }
     result.timing.connected = Clock::now();

@@ -528,6 +528,21 @@ TEST_P(Conformance, ReportsARefusedConnectionAsAConnectError) {
     EXPECT_NE(results[0].error_message.find("refused"), std::string::npos) << results[0].error_message;
 }
 
+TEST_P(Conformance, FailsARequestWithNoAddressAsAResolveErrorAndKeepsTheOthers) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    Request unresolved = request_for(server, "/unresolved");
+    unresolved.addresses.clear();
+    const std::vector<Result> results =
+        fetch(GetParam(), {unresolved, request_for(server, "/resolved")}, with_timeout(1s));
+
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(results[0].error, ErrorKind::resolve) << describe(results[0]);
+    EXPECT_FALSE(results[0].error_message.empty());
+    ASSERT_TRUE(results[1].ok()) << describe(results[1]);
+    EXPECT_EQ(server.stats().accepted, 1u);
+}
+
 TEST_P(Conformance, TriesEachAddressInTurnUntilOneConnects) {
     LabServer server(on_loopback(0ms));
     server.start();
