@@ -97,12 +97,9 @@ std::vector<std::string> find_links(std::string_view html) {
     std::vector<std::string> links;
     for (std::size_t at = 0; at < html.size(); ++at) {
         if (!is_href_at(html, at)) continue;
-        // An attribute name starts after whitespace (or right after a quote or '/': sloppy HTML
-        // that browsers accept). This skips "data-href" and words that merely end in "href".
-        if (at == 0 || !(is_space(html[at - 1]) || html[at - 1] == '"' || html[at - 1] == '\'' ||
-                         html[at - 1] == '/')) {
-            continue;
-        }
+        // An attribute name starts after whitespace (or after '/': "<a/href=x>", which browsers
+        // accept). This skips "data-href" and words that merely end in "href".
+        if (at == 0 || !(is_space(html[at - 1]) || html[at - 1] == '/')) continue;
         std::size_t i = at + 4;
         while (i < html.size() && is_space(html[i])) ++i;
         if (i == html.size() || html[i] != '=') continue;  // "href" alone: a word, or a bare attribute

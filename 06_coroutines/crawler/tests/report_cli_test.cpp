@@ -1,0 +1,242 @@
+// The command line, the report, and the crawl binary run as a user runs it.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "06_coroutines/crawler/cli.hpp"
+#include "06_coroutines/crawler/report.hpp"
+#include "common/json_reader.hpp"
+#include "lab/labserver.hpp"
+
+extern char** environ;
+
+namespace sixways::crawler {
+namespace {
+
+using namespace std::chrono_literals;
+
+// ---- The command line ----
+
+TEST(CrawlCli, WithoutArgumentsCrawlsTheLabSiteWithThe500LinesDefaults) {
+    const CrawlCli cli = parse_crawl_cli({});
+    ASSERT_EQ(cli.roots.size(), 1u);
+    EXPECT_EQ(cli.roots[0].to_string(), "http://127.0.0.1:8080/site/");
+    EXPECT_EQ(cli.max_tasks, 10u);
+    EXPECT_EQ(cli.max_redirect, 10u);
+    EXPECT_EQ(cli.max_tries, 4u);
+    EXPECT_TRUE(cli.strict);
+    EXPECT_EQ(cli.timeout, std::chrono::seconds(10));
+    EXPECT_FALSE(cli.json);
+}
+
+TEST(CrawlCli, ReadsEveryOptionInBothSpellings) {
+    const CrawlCli cli = parse_crawl_cli({"http://a.test/", "--max-tasks", "3", "--max-redirect=0", "--max-tries", "1",
+                                          "--exclude", "\\.pdf$", "--lenient", "--timeout=250ms", "--resolve",
+                                          "a.test:80:127.0.0.1", "http://b.test:81/x", "--json"});
+    ASSERT_EQ(cli.roots.size(), 2u);
+    EXPECT_EQ(cli.roots[1].to_string(), "http://b.test:81/x");
+    EXPECT_EQ(cli.max_tasks, 3u);
+    EXPECT_EQ(cli.max_redirect, 0u);
+    EXPECT_EQ(cli.max_tries, 1u);
+    EXPECT_EQ(cli.exclude, "\\.pdf$");
+    EXPECT_FALSE(cli.strict);
+    EXPECT_EQ(cli.timeout, std::chrono::milliseconds(250));
+    ASSERT_EQ(cli.resolved.count("a.test:80"), 1u);
+    EXPECT_TRUE(cli.json);
+}
+
+TEST(CrawlCli, RejectsBadUsageWithAMessage) {
+    const std::vector<std::vector<std::string>> bad = {
+        {"--max-tasks", "0"},          {"--max-tasks", "many"},    {"--max-tasks=-1"},
+        {"--max-tasks"},               {"--max-tries", "0"},       {"--max-redirect", "-1"},
+        {"--exclude", "("},            {"--timeout", "0"},         {"--timeout", "soon"},
+        {"--resolve", "a.test"},       {"--resolve", "a.test:80"}, {"--resolve", "a.test:80:not-an-ip"},
+        {"--resolve", "a.test:x:127.0.0.1"}, {"--resolve", "a.test:80:::1"},
+        {"--strict", "--lenient"},     {"--json=yes"},             {"--bogus"},
+        {"https://example.com/"},      {"example.com"},            {"http://a b/"},
+    };
+    for (const std::vector<std::string>& args : bad) {
+        std::string joined;
+        for (const std::string& arg : args) joined += arg + " ";
+        EXPECT_THROW(parse_crawl_cli(args), UsageError) << joined;
+    }
+}
+
+TEST(CrawlCli, ResolveTakesIpv4AndBracketedIpv6AddressesForOneHostAndPort) {
+    const auto [key, addresses] = parse_resolve("A.Test:8080:127.0.0.1,[::1]");
+    EXPECT_EQ(key, "a.test:8080");
+    ASSERT_EQ(addresses.size(), 2u);
+    EXPECT_EQ(addresses[0].to_string(), "127.0.0.1:8080");
+    EXPECT_EQ(addresses[1].to_string(), "[::1]:8080");
+}
+
+// ---- The report ----
+
+CrawlReport sample_report() {
+    CrawlReport report;
+    report.roots = {"http://h/"};
+    FetchStatistic page;
+    page.url = "http://h/";
+    page.status = 200;
+    page.tries = 1;
+    page.size = 611;
+    page.content_type = "text/html";
+    page.encoding = "utf-8";
+    page.num_urls = 2;
+    page.num_new_urls = 2;
+    FetchStatistic redirect;
+    redirect.url = "http://h/old";
+    redirect.status = 301;
+    redirect.tries = 1;
+    redirect.next_url = "http://h/";
+    redirect.redirect = Redirect::already_seen;
+    FetchStatistic failed;
+    failed.url = "http://h/\"quoted\"";
+    failed.tries = 4;
+    failed.error_kind = ErrorKind::connect;
+    failed.error = "connect: Connection refused";
+    report.fetches = {page, failed, redirect};  // sorted by URL, as make_report leaves them
+    report.wall_s = 0.5;
+    report.max_tasks = 10;
+    report.most_in_flight = 2;
+    return report;
+}
+
+TEST(CrawlReport, ShowsOneLinePerUrlThenTheTotals) {
+    const std::string text = format_text(sample_report());
+    EXPECT_EQ(text,
+              "http://h/          200  text/html utf-8  611 bytes, 2 links, 2 new\n"
+              "http://h/\"quoted\"  -    error: connect: Connection refused (4 tries)\n"
+              "http://h/old       301  -> http://h/ (already seen)\n"
+              "Finished 3 URLs in 0.500 s (6.0 URLs/s) with max_tasks 10; at most 2 fetches in flight\n"
+              "Statuses: 200 x 1, 301 x 1\n"
+              "Failed: 1 (connect 1)\n");
+}
+
+TEST(CrawlReport, SaysWhenTheCrawlWasInterrupted) {
+    CrawlReport report = sample_report();
+    report.interrupted = true;
+    report.todo = 7;
+    const std::string text = format_text(report);
+    EXPECT_NE(text.find("Interrupted after 3 URLs"), std::string::npos) << text;
+    EXPECT_NE(text.find("Not finished: 7 URLs"), std::string::npos) << text;
+}
+
+TEST(CrawlReport, JsonIsOneObjectWithTheSameFacts) {
+    const Json json = parse_json(format_json(sample_report()));
+    EXPECT_EQ(json.at("urls").number, 3);
+    EXPECT_EQ(json.at("failed").number, 1);
+    EXPECT_EQ(json.at("statuses").at("301").number, 1);
+    EXPECT_EQ(json.at("errors").at("connect").number, 1);
+    EXPECT_FALSE(json.at("interrupted").boolean);
+    const Json& fetches = json.at("fetches");
+    ASSERT_EQ(fetches.items.size(), 3u);
+    EXPECT_EQ(fetches.items[0].at("num_new_urls").number, 2);
+    EXPECT_EQ(fetches.items[1].at("url").string, "http://h/\"quoted\"");
+    EXPECT_EQ(fetches.items[1].at("status").type, Json::Type::null);
+    EXPECT_EQ(fetches.items[1].at("error_kind").string, "connect");
+    EXPECT_EQ(fetches.items[2].at("redirect").string, "already seen");
+}
+
+// ---- The binary ----
+
+struct BinaryRun {
+    int exit_status = -1;
+    std::string out;
+};
+
+// Runs the crawl binary with `args`, stdout to a pipe, stderr to /dev/null. If `interrupt_when`
+// is given, it is polled every 10 ms, and SIGINT is sent to the crawl once it returns true.
+BinaryRun run_crawl_binary(const std::vector<std::string>& args, const std::function<bool()>& interrupt_when = {}) {
+    int out[2];
+    if (pipe(out) != 0) return {};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    std::vector<std::string> argv_strings = {CRAWL_BINARY};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& arg : argv_strings) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, CRAWL_BINARY, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    BinaryRun run;
+    if (spawned != 0) {
+        close(out[0]);
+        return run;
+    }
+    if (interrupt_when) {
+        for (int i = 0; i < 1000 && !interrupt_when(); ++i) std::this_thread::sleep_for(10ms);
+        kill(pid, SIGINT);
+    }
+    char buffer[4096];
+    ssize_t n = 0;
+    while ((n = read(out[0], buffer, sizeof buffer)) > 0) run.out.append(buffer, static_cast<std::size_t>(n));
+    close(out[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    run.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return run;
+}
+
+lab::LabServerOptions lab_options() {
+    lab::LabServerOptions options;
+    options.hosts = {"127.0.0.1"};
+    options.port = 0;
+    return options;
+}
+
+TEST(CrawlBinary, PrintsOneJsonObjectForTheLabSiteAndExitsZero) {
+    lab::LabServer server(lab_options());
+    server.start();
+    const BinaryRun run = run_crawl_binary({server.url("/site/"), "--json"});
+    EXPECT_EQ(run.exit_status, 0);
+    const Json json = parse_json(run.out);
+    EXPECT_EQ(json.at("urls").number, 32);
+    EXPECT_EQ(json.at("failed").number, 0);
+    EXPECT_EQ(json.at("todo").number, 0);
+}
+
+TEST(CrawlBinary, ExitsZeroWhenPagesFailedAndSaysSo) {
+    lab::LabServer server(lab_options());
+    server.start();
+    const BinaryRun run = run_crawl_binary({server.url("/fault/close"), "--max-tries", "2"});
+    EXPECT_EQ(run.exit_status, 0);
+    EXPECT_NE(run.out.find("Failed: 1 (receive 1)"), std::string::npos) << run.out;
+}
+
+TEST(CrawlBinary, ExitsTwoOnBadUsage) {
+    EXPECT_EQ(run_crawl_binary({"--max-tasks", "0"}).exit_status, 2);
+    EXPECT_EQ(run_crawl_binary({"https://example.com/"}).exit_status, 2);
+    EXPECT_EQ(run_crawl_binary({"--help"}).exit_status, 0);
+}
+
+TEST(CrawlBinary, PrintsWhatItHasAndExits130OnCtrlC) {
+    lab::LabServer server(lab_options());
+    server.start();
+    // One worker: the three slow pages alone take 900 ms, so the crawl is still running when the
+    // first request has arrived.
+    const BinaryRun run = run_crawl_binary({server.url("/site/"), "--max-tasks", "1", "--json"},
+                                     [&server] { return server.stats().requests >= 1; });
+    EXPECT_EQ(run.exit_status, 130);
+    const Json json = parse_json(run.out);
+    EXPECT_TRUE(json.at("interrupted").boolean);
+    EXPECT_LT(json.at("urls").number, 32);
+}
+
+}  // namespace
+}  // namespace sixways::crawler
