@@ -110,7 +110,8 @@ struct PlotOptions {
 
 // Wall time against N, both on log scales: a line (and a dot per point) per program, the reference
 // lines dashed, axis labels, a legend. Consecutive N with a value are joined; a missing value
-// (skipped or failed) breaks the line.
+// (skipped or failed) breaks the line. A point where some requests failed is a hollow dot: its
+// time is not the time of N answers.
 std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options);
 
 }  // namespace sixways::lab

@@ -159,6 +159,7 @@ std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options) {
 
     // Each program: segments between consecutive counts that both have a time, and a dot on each.
     std::string dots;
+    bool any_failed = false;
     for (std::size_t p = 0; p < programs.size(); ++p) {
         const std::string colour = colours[p % std::size(colours)];
         std::vector<std::pair<double, double>> segment;
@@ -171,9 +172,11 @@ std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options) {
         };
         for (std::size_t n : counts) {
             double wall = std::nan("");
+            bool some_failed = false;  // then the time is not that of N answers: a hollow dot
             for (const Row& row : rows) {
                 if (row.program == programs[p] && row.requests == n) {
                     wall = row.wall_s();
+                    some_failed = row.failed().value_or(0) > 0;
                 }
             }
             if (!(wall > 0)) {
@@ -183,7 +186,10 @@ std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options) {
             double px = x.position(static_cast<double>(n)), py = y.position(wall);
             segment.push_back({px, py});
             dots += "<circle cx=\"" + svg::number(px) + "\" cy=\"" + svg::number(py) +
-                    "\" r=\"3.5\" fill=\"" + colour + "\" class=\"point\"/>\n";
+                    (some_failed ? "\" r=\"4.5\" fill=\"white\" stroke-width=\"2\" stroke=\"" +
+                                       colour + "\" class=\"point failed\"/>\n"
+                                 : "\" r=\"3.5\" fill=\"" + colour + "\" class=\"point\"/>\n");
+            any_failed = any_failed || some_failed;
         }
         end_segment();
     }
@@ -208,6 +214,13 @@ std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options) {
         out += line(legend_left, legend_y, legend_left + 26, legend_y,
                     "stroke=\"#999999\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"");
         out += text(legend_left + 34, legend_y + 4, "delay (all at once)", "");
+    }
+    if (any_failed) {
+        legend_y += 32;
+        out += "<circle cx=\"" + svg::number(legend_left + 13) + "\" cy=\"" +
+               svg::number(legend_y) + "\" r=\"4.5\" fill=\"white\" stroke-width=\"2\" " +
+               "stroke=\"#555555\"/>\n";
+        out += text(legend_left + 34, legend_y + 4, "some requests failed", "");
     }
     return out + svg::close_document();
 }

@@ -322,6 +322,19 @@ TEST(PlotSvg, AMissingValueBreaksTheLine) {
     EXPECT_EQ(count_elements(svg, "circle", "class=\"point\""), 3u);
 }
 
+TEST(PlotSvg, DrawsAPointWithFailuresHollowAndSaysWhatThatMeans) {
+    std::vector<Row> rows = {row_of("aiohttp", 10, {run_of(0.1)}),
+                             row_of("aiohttp", 100, {run_of(0.3, 4)})};
+    std::string svg = plot_svg(rows, {"t", milliseconds(100), true});
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_EQ(count_elements(svg, "circle", "class=\"point\""), 1u);
+    EXPECT_EQ(count_elements(svg, "circle", "class=\"point failed\""), 1u);
+    EXPECT_EQ(count_elements(svg, "polyline", "class=\"series\""), 1u);
+    EXPECT_THAT(svg, HasSubstr(">some requests failed</text>"));
+    EXPECT_THAT(plot_svg({rows[0]}, {"t", milliseconds(100), true}),
+                ::testing::Not(HasSubstr("some requests failed")));
+}
+
 TEST(PlotSvg, LeavesOutTheReferenceLinesWithoutADelay) {
     std::string svg = plot_svg(ladder("04_callbacks", {0.01, 0.02}), {"t", {}, true});
     EXPECT_EQ(count_elements(svg, "polyline", "class=\"reference\""), 0u);
