@@ -216,7 +216,12 @@ public:
         sigaddset(&signals_, SIGTERM);
         sigprocmask(SIG_BLOCK, &signals_, &previous_);
         fd_ = signalfd(-1, &signals_, SFD_NONBLOCK | SFD_CLOEXEC);
-        if (fd_ < 0) return;  // no signalfd: Ctrl-C keeps its default action (exit without a report)
+        if (fd_ < 0) {
+            // No signalfd: unblock again, so that Ctrl-C keeps its default action (it ends the
+            // program without a report) instead of being held back for ever.
+            sigprocmask(SIG_SETMASK, &previous_, nullptr);
+            return;
+        }
         auto on_signal = [this, crawling]() mutable {
             signalfd_siginfo info{};
             if (::read(fd_, &info, sizeof info) != static_cast<ssize_t>(sizeof info)) return;
@@ -314,33 +319,32 @@ int run_crawl(int argc, char** argv) {
     options.max_tasks = cli.max_tasks;
     options.timeout = cli.timeout;
 
-    bool interrupted = false;
-    int signal_number = 0;
-    std::string output;
     try {
         EventLoop loop;
         Crawler crawler(loop, options);
         coroutines::Task<void> crawling = loop.create_task(crawler.crawl(), "crawl");
+        // Ctrl-C stays blocked (and read from the loop) until the report is out: one that comes
+        // while it is being printed must not cut it off.
+        InterruptWatch interrupts(loop, crawling);
+        bool interrupted = false;
         {
-            InterruptWatch interrupts(loop, crawling);
             Progress progress(loop, crawler);
             try {
                 loop.run_until_complete(crawling);
             } catch (const coroutines::CancelledError&) {
                 interrupted = true;
             }
-            signal_number = interrupts.signal();
         }
         const CrawlReport report = make_report(crawler, interrupted);
-        output = cli.json ? format_json(report) + "\n" : format_text(report);
+        const std::string output = cli.json ? format_json(report) + "\n" : format_text(report);
+        std::fputs(output.c_str(), stdout);
+        std::fflush(stdout);
+        if (!interrupted) return 0;
+        return 128 + (interrupts.signal() != 0 ? interrupts.signal() : SIGINT);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "crawl: %s\n", error.what());
         return 1;
     }
-    std::fputs(output.c_str(), stdout);
-    std::fflush(stdout);
-    if (interrupted) return 128 + (signal_number != 0 ? signal_number : SIGINT);
-    return 0;
 }
 
 }  // namespace sixways::crawler

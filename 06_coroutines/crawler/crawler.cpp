@@ -314,8 +314,12 @@ bool Crawler::url_allowed(const std::string& url) const {
 }
 
 bool Crawler::allowed(const Url& url) const {
+    const std::string text = url.to_string();
+    // Servers refuse longer request lines anyway (414 URI Too Long: nginx and Apache stop at about
+    // 8 KiB), and std::regex, which recurses per character, must not see a URL of a megabyte.
+    if (text.size() > max_url_length) return false;
     if (!host_in_scope(url)) return false;
-    return options_.exclude.empty() || !std::regex_search(url.to_string(), exclude_);
+    return options_.exclude.empty() || !std::regex_search(text, exclude_);
 }
 
 // The scope: which hosts the crawl stays on. Always the port of a root and, for the host:

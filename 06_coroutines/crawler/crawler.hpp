@@ -105,6 +105,9 @@ struct CrawlerOptions {
 
 class Crawler {
 public:
+    // Longer URLs are never followed.
+    static constexpr std::size_t max_url_length = 8 * 1024;
+
     // Queues the roots. Throws std::invalid_argument for max_tasks or max_tries of 0, or a root
     // whose host has no addresses; std::regex_error for a bad `exclude`.
     // The loop, and this crawler, must outlive every task crawl() starts (the loop runs inside
@@ -119,7 +122,8 @@ public:
     Task<void> crawl();
 
     // Would a link to this absolute URL be followed? Only http:// URLs, on a host in scope, that
-    // `exclude` does not match. (Whether the host has an address is not asked here: see above.)
+    // `exclude` does not match, up to max_url_length. (Whether the host has an address is not asked
+    // here: see above.)
     bool url_allowed(const std::string& url) const;
 
     // One statistic per URL fetched (or given up on), in the order they finished.

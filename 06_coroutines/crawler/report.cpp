@@ -119,7 +119,8 @@ std::string format_text(const CrawlReport& report) {
     out += std::to_string(report.fetches.size()) + (report.fetches.size() == 1 ? " URL" : " URLs");
     out += " in " + fixed(report.wall_s, 3) + " s (" + fixed(urls_per_second(report), 1) + " URLs/s)";
     out += " with max_tasks " + std::to_string(report.max_tasks) + "; at most " +
-           std::to_string(report.most_in_flight) + " fetches in flight\n";
+           std::to_string(report.most_in_flight) + (report.most_in_flight == 1 ? " fetch" : " fetches") +
+           " in flight\n";
     if (report.interrupted) {
         out += "Not finished: " + std::to_string(report.todo) + " URLs queued or being fetched\n";
     }

@@ -40,6 +40,13 @@ TEST(FindLinks, StopsQuietlyAtAPageCutOffInsideAQuotedValue) {
     EXPECT_EQ(find_links(""), Links{});
 }
 
+TEST(FindLinks, ReadsAHugeValueWithoutRecursing) {
+    const std::string value(4 * 1024 * 1024, 'x');  // std::regex overflows the stack on far less
+    const Links links = find_links("<a href=\"" + value + "\">");
+    ASSERT_EQ(links.size(), 1u);
+    EXPECT_EQ(links[0].size(), value.size());
+}
+
 TEST(FindLinks, CountsEveryHrefItSeesBecauseItDoesNotParseHtml) {
     // The documented limits: stylesheets and commented-out links count too.
     EXPECT_EQ(find_links(R"(<link href="style.css"> <!-- <a href="old"> -->)"), (Links{"style.css", "old"}));

@@ -170,8 +170,18 @@ BinaryRun run_crawl_binary(const std::vector<std::string>& args, const std::func
     std::vector<char*> argv;
     for (std::string& arg : argv_strings) argv.push_back(arg.data());
     argv.push_back(nullptr);
+    // SIGINT back to its default action in the child: a test run started in the background by a
+    // script inherits SIGINT ignored, and the Ctrl-C test would then test nothing.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t default_signals;
+    sigemptyset(&default_signals);
+    sigaddset(&default_signals, SIGINT);
+    posix_spawnattr_setsigdefault(&attributes, &default_signals);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
     pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, CRAWL_BINARY, &actions, nullptr, argv.data(), environ);
+    const int spawned = posix_spawn(&pid, CRAWL_BINARY, &actions, &attributes, argv.data(), environ);
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     close(out[1]);
     BinaryRun run;

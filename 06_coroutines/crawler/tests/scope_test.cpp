@@ -84,6 +84,16 @@ TEST(Scope, ExcludeSkipsEveryUrlTheRegexMatchesAnywhere) {
     EXPECT_TRUE(scope.allowed("http://example.com/paper.pdf.html"));
 }
 
+TEST(Scope, NeverFollowsAUrlLongerThanServersAccept) {
+    const Scope scope({"http://example.com/"}, true, "^http://example\\.com/a.*b");
+    const std::string base = "http://example.com/";
+    // The longest URL followed: the regex walks all of it from the first 'a' (and must not run out
+    // of stack doing so, even under AddressSanitizer).
+    EXPECT_TRUE(scope.allowed(base + std::string(Crawler::max_url_length - base.size(), 'a')));
+    EXPECT_FALSE(scope.allowed(base + std::string(Crawler::max_url_length - base.size() + 1, 'x')));
+    EXPECT_FALSE(scope.allowed(base + std::string(1024 * 1024, 'a') + "b"));  // and no regex sees it
+}
+
 TEST(Scope, EveryRootsHostIsInScope) {
     const Scope scope({"http://a/", "http://b/"});
     EXPECT_TRUE(scope.allowed("http://a/a"));
