@@ -65,7 +65,7 @@ private:
 
     // Tries each address in turn; returns a connected socket, or -1 with the last error recorded.
     int connect_to_any() {
-        if (request_.addresses.empty()) fail(ErrorKind::connect, "connect: no address to connect to");
+        if (request_.addresses.empty()) fail(ErrorKind::resolve, "resolve: no address to connect to");
         for (const Address& address : request_.addresses) {
             const int fd = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
             if (fd < 0) {
