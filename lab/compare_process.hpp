@@ -51,7 +51,10 @@ public:
 
 private:
     pid_t pid_ = -1;
-    int output_ = -1;  // the read end of its stdout and stderr
+    // The read end of its stdout and stderr. Only the first line is read; the server writes a line
+    // or two more at most (its descriptor limit, running out of descriptors), which the pipe's
+    // 64 KiB hold without ever blocking it.
+    int output_ = -1;
     std::string url_;
 };
 
