@@ -82,6 +82,17 @@ std::string format(const char* pattern, Args... args) {
     return text;
 }
 
+
+// A JSON number with a fixed number of decimals; JSON has no NaN or infinity, so those become null.
+std::string json_number(double value, int decimals) {
+    if (!std::isfinite(value)) {
+        return "null";
+    }
+    return format("%.*f", decimals, value);
+}
+
+}  // namespace
+
 // A JSON string literal: quotes, backslashes and control characters escaped; other bytes (UTF-8)
 // pass through unchanged.
 std::string json_string(const std::string& text) {
@@ -105,16 +116,6 @@ std::string json_string(const std::string& text) {
     }
     return out + "\"";
 }
-
-// A JSON number with a fixed number of decimals; JSON has no NaN or infinity, so those become null.
-std::string json_number(double value, int decimals) {
-    if (!std::isfinite(value)) {
-        return "null";
-    }
-    return format("%.*f", decimals, value);
-}
-
-}  // namespace
 
 Report summarise(const std::string& stage, const std::string& url, std::size_t requests,
                  const std::vector<Result>& results) {

@@ -44,4 +44,8 @@ std::string format_error_counts(const Report& report);
 // Exactly one JSON object, no trailing newline.
 std::string format_json(const Report& report);
 
+// A JSON string literal: quotes, backslashes and control characters escaped; other bytes (UTF-8)
+// pass through unchanged. Used by the report and by the --trace writer.
+std::string json_string(const std::string& text);
+
 }  // namespace sixways

@@ -7,6 +7,8 @@
 #include <queue>
 #include <utility>
 
+#include "common/report.hpp"
+
 namespace sixways {
 
 namespace {
@@ -24,24 +26,6 @@ Clock::time_point end_of(const Timing& t) {
         }
     }
     return end;
-}
-
-// A JSON string literal. The texts here are stage names, URLs and error messages.
-std::string json_string(const std::string& text) {
-    std::string out = "\"";
-    for (char c : text) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-            out += escaped;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
 }
 
 // One span as a trace event. Times are whole nanoseconds from the origin, written as microseconds

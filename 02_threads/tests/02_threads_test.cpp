@@ -25,7 +25,7 @@
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
 #include "tests/conformance.hpp"
-#include "tests/json_reader.hpp"
+#include "common/json_reader.hpp"
 
 namespace {
 
@@ -256,10 +256,10 @@ TEST(Threads, FailsOnlyTheRequestsWhoseThreadTheSystemRefuses) {
 
     ASSERT_FALSE(run.killed);
     EXPECT_EQ(run.exit_status, 1) << run.err;
-    const sixways::conformance::Json report = sixways::conformance::parse_json(run.out);
+    const sixways::Json report = sixways::parse_json(run.out);
     ASSERT_NE(report.find("ok"), nullptr) << run.out;
     ASSERT_NE(report.find("errors"), nullptr) << run.out;
-    const sixways::conformance::Json* limit = report.find("errors")->find("limit");
+    const sixways::Json* limit = report.find("errors")->find("limit");
     ASSERT_NE(limit, nullptr) << run.out;
     EXPECT_GT(report.find("ok")->number, 0) << run.out;
     EXPECT_GT(limit->number, 0) << run.out;

@@ -22,7 +22,7 @@
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
 #include "tests/conformance.hpp"
-#include "tests/json_reader.hpp"
+#include "common/json_reader.hpp"
 
 INSTANTIATE_TEST_SUITE_P(Generators, Conformance,
                          testing::Values(StageUnderTest{"05_generators", &sixways::generators::fetch_all,
@@ -300,11 +300,11 @@ TEST(FetchLoop, RunningOutOfDescriptorsGivesLimitErrorsAndTheRunCarriesOn) {
         20s);
     ASSERT_FALSE(output.killed);
     EXPECT_EQ(output.exit_status, 1) << output.err;
-    const conformance::Json report = conformance::parse_json(output.out);
-    const conformance::Json* ok = report.find("ok");
-    const conformance::Json* errors = report.find("errors");
+    const sixways::Json report = sixways::parse_json(output.out);
+    const sixways::Json* ok = report.find("ok");
+    const sixways::Json* errors = report.find("errors");
     ASSERT_TRUE(ok && errors) << output.out;
-    const conformance::Json* limit = errors->find("limit");
+    const sixways::Json* limit = errors->find("limit");
     ASSERT_TRUE(limit) << output.out;
     EXPECT_GT(ok->number, 0) << output.out;
     EXPECT_GT(limit->number, 0) << output.out;
