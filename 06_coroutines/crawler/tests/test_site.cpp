@@ -194,6 +194,10 @@ void TestSite::serve(int fd) {
         }
         // The delay, cut short if the site is being destroyed.
         stopped_.wait_for(lock, page.delay, [this] { return stopping_; });
+        // No longer in flight once the answer starts: the client may finish reading it and send
+        // its next request before this thread gets to run again, and that must not look like two
+        // requests at once.
+        --in_flight_;
     }
     if (!drop) {
         std::string response = "HTTP/1.1 " + std::to_string(page.status) + " " + reason(page.status) + "\r\n";
@@ -201,10 +205,6 @@ void TestSite::serve(int fd) {
         if (!page.location.empty()) response += "Location: " + page.location + "\r\n";
         response += "Content-Length: " + std::to_string(page.body.size()) + "\r\nConnection: close\r\n\r\n";
         send_all(fd, response + page.body);
-    }
-    {
-        std::lock_guard lock(mutex_);
-        --in_flight_;
     }
     ::close(fd);  // a dropped connection: closed before any byte, as a failing server would
 }

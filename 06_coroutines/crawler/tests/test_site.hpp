@@ -61,6 +61,7 @@ public:
     // Every request as "HOST-HEADER PATH" ("a.test:4242 /x"), in the order they arrived.
     std::vector<std::string> requests() const;
     std::size_t total_requests() const;
+    // The most requests that were being answered at once: read, and waiting out their delay.
     std::size_t most_in_flight() const;
 
 private:
