@@ -1,4 +1,4 @@
-// 01_blocking [N] [--url URL] [--timeout DURATION] [--json]: one request after another.
+// 01_blocking [N] [--url URL] [--timeout DURATION] [--json] [--trace FILE]: one request after another.
 #include "01_blocking/fetch.hpp"
 #include "common/cli.hpp"
 

@@ -1,4 +1,4 @@
-// 02_threads [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json]: a thread per request.
+// 02_threads [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--trace FILE]: a thread per request.
 #include "02_threads/fetch.hpp"
 #include "common/cli.hpp"
 

@@ -1,4 +1,4 @@
-// 03_nonblocking [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--one-at-a-time]:
+// 03_nonblocking [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--trace FILE] [--one-at-a-time]:
 // non-blocking sockets, polled in a busy loop.
 #include "03_nonblocking/fetch.hpp"
 #include "common/cli.hpp"

@@ -1,4 +1,4 @@
-// 04_callbacks [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json]:
+// 04_callbacks [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--trace FILE]:
 // one thread, an epoll loop, a callback per step of each request.
 #include "04_callbacks/fetch.hpp"
 #include "common/cli.hpp"

@@ -31,8 +31,8 @@
 //   at the event itself would have to forward the timeout, or close() the sub-generator and make
 //   up its result, knowing its phase.
 // Stage 06 fixes exactly this: `co_await` on a task suspends the whole chain of callers, resumes
-// the awaiting coroutine with the callee's return value or exception, and the loop resumes the
-// innermost coroutine directly.
+// the awaiting coroutine with the callee's return value or exception, and the loop resumes each
+// waiting coroutine in turn, from the innermost outwards.
 //
 // The loop runs this version with `05_generators --split`; a test checks that it gives the same
 // results as fetch_one.

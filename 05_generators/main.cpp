@@ -1,4 +1,4 @@
-// 05_generators [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--split]
+// 05_generators [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--trace FILE] [--split]
 #include "05_generators/fetch.hpp"
 #include "common/cli.hpp"
 

@@ -1,4 +1,4 @@
-// 06_coroutines [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json]
+// 06_coroutines [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--trace FILE]
 #include "06_coroutines/fetch.hpp"
 #include "common/cli.hpp"
 

@@ -14,7 +14,7 @@
 // The hard case is a waiter that is woken and then cancelled before it ran: wake_next() chose it,
 // so nobody else was woken, but it will never use its turn. If nothing is done, the turn is lost:
 // an item sits in a Queue while another task waits for it for ever. asyncio's Queue.get and
-// Semaphore.acquire handle this in an `except CancelledError:` clause; here the Place's
+// Semaphore.acquire handle this in an `except` clause around the wait; here the Place's
 // destructor does it, which also covers a waiter whose whole frame is destroyed: a woken Place
 // that never took its turn calls the line's `pass_on`, and the owner hands the turn on.
 #pragma once

@@ -137,11 +137,18 @@ std::string timeline_svg(std::string_view trace_json) {
 
     std::string out = svg::open_document(width, height);
     out += text(left, 24, title, "font-size=\"15\" font-weight=\"bold\"");
+    // "1.12 s" from a second on, "250 ms" below: never "1.12e+03 ms".
+    char duration[32];
+    if (end_us >= 1e6) {
+        std::snprintf(duration, sizeof duration, "%.2f s", end_us / 1e6);
+    } else {
+        std::snprintf(duration, sizeof duration, "%.0f ms", end_us / 1000);
+    }
     char summary[160];
     std::snprintf(summary, sizeof summary,
-                  "%zu requests in %.3g ms, %zu failed; %d %s: a request takes the lowest lane "
+                  "%zu requests in %s, %zu failed; %d %s: a request takes the lowest lane "
                   "free when it starts",
-                  requests, end_us / 1000, failed, lanes, lanes == 1 ? "lane" : "lanes");
+                  requests, duration, failed, lanes, lanes == 1 ? "lane" : "lanes");
     out += text(left, 44, summary, "fill=\"#555555\"");
 
     // The legend.
