@@ -126,8 +126,8 @@ Crawler::Crawler(EventLoop& loop, CrawlerOptions options)
 // run only while this coroutine waits in join().
 Task<void> Crawler::crawl() {
     started_ = loop_.time();
-    // Coroutines are cheap (a frame of a few hundred bytes each), so all the workers are made at
-    // once; a pool of threads would rather grow as needed.
+    // Coroutines are cheap (a frame on the heap, no stack of their own), so all the workers are
+    // made at once; a pool of threads would rather grow as needed.
     std::vector<Task<void>> workers;
     workers.reserve(options_.max_tasks);
     for (std::size_t i = 0; i < options_.max_tasks; ++i) {
@@ -150,9 +150,9 @@ Task<void> Crawler::crawl() {
     stopping_ = true;
     for (Task<void>& worker : workers) worker.cancel();
     // return_exceptions: a cancelled worker is the expected outcome here, not a failure.
-    Task<std::vector<coroutines::Outcome<void>>> stopping =
+    Task<std::vector<coroutines::Outcome<void>>> all_stopped =
         coroutines::gather(loop_, std::move(workers), coroutines::return_exceptions);
-    co_await std::move(stopping);
+    co_await std::move(all_stopped);
 
     if (interrupted) throw coroutines::CancelledError();
 }
