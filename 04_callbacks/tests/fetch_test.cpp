@@ -294,6 +294,10 @@ TEST(Callbacks, GivesUpAServerThatNeverAnswersAtTheDeadline) {
 }
 
 TEST(Callbacks, FailsARequestThatFindsNoDescriptorWithLimitAndGoesOn) {
+#ifdef SIXWAYS_SANITIZE_UNDEFINED
+    GTEST_SKIP() << "UBSan's vptr check needs a pipe() to probe memory, and this test leaves no "
+                    "descriptor free: it would report a false error. The other builds run it.";
+#endif
     sixways::lab::LabServer server(on_loopback(0ms));
     server.start();
     const std::vector<Request> requests = {request_for(server.url("/first")),
