@@ -47,8 +47,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -108,7 +110,15 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
     // writes results[k] and nothing else.
     std::vector<Result> results(requests.size());
     auto fetch_into_slot = [&](std::size_t index) {
-        results[index] = fetch_one(requests[index], options);
+        // An exception that leaves a thread's start routine ends the whole process
+        // (std::terminate), so the one a fetch can throw, std::bad_alloc, is caught here and
+        // becomes that request's error: memory is a resource like descriptors and threads.
+        try {
+            results[index] = fetch_one(requests[index], options);
+        } catch (const std::bad_alloc&) {
+            results[index].error = ErrorKind::limit;
+            results[index].error_message = "out of memory";  // short enough to need no allocation
+        }
         if (options.on_result) options.on_result(index, results[index]);
     };
     auto fail_without_thread = [&](std::size_t index, int error) {
@@ -130,44 +140,54 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
     // Every thread started is in here, to be joined before the locals it uses go away. Reserved
     // up front, so that adding one never needs memory (and never throws) while threads run.
     std::vector<pthread_t> threads;
-    if (options.concurrency == 0) {
-        // A thread per request, all started at once.
-        threads.reserve(requests.size());
-        for (std::size_t index = 0; index < requests.size(); ++index) {
-            pthread_t thread;
-            const int error = start_thread(thread, [&fetch_into_slot, index] {
-                fetch_into_slot(index);
-            });
-            if (error == 0) {
-                threads.push_back(thread);
-            } else {
-                // Refused (EAGAIN: too many threads, or no memory for another stack). This
-                // request fails; the threads already running finish and make room for later ones.
-                fail_without_thread(index, error);
-            }
-        }
-    } else {
-        // A pool of C workers. Each takes the next request from the shared counter, fetches it,
-        // and comes back for another until none is left; at most C requests are in flight.
-        const std::size_t workers = std::min(options.concurrency, requests.size());
-        threads.reserve(workers);
-        int error = 0;
-        for (std::size_t k = 0; k < workers; ++k) {
-            pthread_t thread;
-            error = start_thread(thread, worker);
-            if (error != 0) break;  // a smaller pool: the workers already running share the work
-            threads.push_back(thread);
-        }
-        if (workers > 0 && threads.empty()) {
-            // Not even one worker: no request can be fetched.
+    // Starting threads needs memory on this thread too; if even that runs out, the exception must
+    // not leave fetch_all while the threads already started still use its locals: it waits until
+    // they are joined.
+    std::exception_ptr could_not_go_on;
+    try {
+        if (options.concurrency == 0) {
+            // A thread per request, all started at once.
+            threads.reserve(requests.size());
             for (std::size_t index = 0; index < requests.size(); ++index) {
-                fail_without_thread(index, error);
+                pthread_t thread;
+                const int error = start_thread(thread, [&fetch_into_slot, index] {
+                    fetch_into_slot(index);
+                });
+                if (error == 0) {
+                    threads.push_back(thread);
+                } else {
+                    // Refused (EAGAIN: too many threads, or no memory for another stack). This
+                    // request fails; the threads already running finish and make room for later
+                    // ones.
+                    fail_without_thread(index, error);
+                }
+            }
+        } else {
+            // A pool of C workers. Each takes the next request from the shared counter, fetches
+            // it, and comes back for another until none is left; at most C requests are in flight.
+            const std::size_t workers = std::min(options.concurrency, requests.size());
+            threads.reserve(workers);
+            int error = 0;
+            for (std::size_t k = 0; k < workers; ++k) {
+                pthread_t thread;
+                error = start_thread(thread, worker);
+                // If refused: a smaller pool; the workers already running share the work.
+                if (error != 0) break;
+                threads.push_back(thread);
+            }
+            if (workers > 0 && threads.empty()) {
+                // Not even one worker: no request can be fetched.
+                for (std::size_t index = 0; index < requests.size(); ++index) {
+                    fail_without_thread(index, error);
+                }
             }
         }
+    } catch (...) {
+        could_not_go_on = std::current_exception();
     }
-
     // Wait for every thread to finish. After this, every slot of `results` is filled and visible.
     for (pthread_t thread : threads) pthread_join(thread, nullptr);
+    if (could_not_go_on) std::rethrow_exception(could_not_go_on);
     return results;
 }
 
@@ -342,7 +362,15 @@ int start_thread(pthread_t& thread, std::function<void()> work) {
     pthread_attr_init(&attributes);
     pthread_attr_setstacksize(&attributes, thread_stack_size);
     // The new thread gets `work` through a void*. It owns it from then on and deletes it when done.
-    auto owned = std::make_unique<std::function<void()>>(std::move(work));
+    // No memory for it is reported like a refused thread: throwing here would unwind fetch_all
+    // while the threads already started still use its locals.
+    std::unique_ptr<std::function<void()>> owned;
+    try {
+        owned = std::make_unique<std::function<void()>>(std::move(work));
+    } catch (const std::bad_alloc&) {
+        pthread_attr_destroy(&attributes);
+        return ENOMEM;
+    }
     const int error = pthread_create(
         &thread, &attributes,
         [](void* argument) -> void* {

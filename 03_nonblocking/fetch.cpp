@@ -22,7 +22,7 @@
 // one is.
 //
 // fetch_all_one_at_a_time (the binary's --one-at-a-time) is the first thing one tries with
-// non-blocking sockets, and the seed of this stage: the same questions, but asked of one request
+// non-blocking sockets, and where this stage began: the same questions, but asked of one request
 // until it is finished, then the next. It is as slow as stage 01 and keeps a core busy besides.
 // Non-blocking sockets alone buy nothing; what pays is doing something else while one waits.
 
