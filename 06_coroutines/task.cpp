@@ -62,13 +62,15 @@ void TaskBase::step() {
     }
     // Waiting now. If cancel() was called while we ran, it could only set the flag; now there is a
     // future to cancel, which wakes us with CancelledError from that co_await.
-    if (must_cancel_ && waiting_on_ != nullptr && waiting_on_->cancel()) must_cancel_ = false;
+    if (must_cancel_) pass_cancel_down();
 }
 
 // The coroutine reached its final suspension: its locals are gone, its result or exception is
 // recorded. Destroy the frame first (its parameters go now), so that by the time anyone sees the
 // task done, everything it held is released; then finish the future, which wakes its waiters.
 void TaskBase::complete() {
+    finished_with_unused_cancel_ = must_cancel_;  // the parent that passed it down takes it back
+    must_cancel_ = false;
     unlink_from_loop();
     std::exchange(frame_, nullptr).destroy();
     const std::exception_ptr failure = std::exchange(failure_, nullptr);
@@ -94,13 +96,20 @@ void TaskBase::suspend_on(FutureState& future) {
     future.add_waiter(*this);
 }
 
-// In await_resume, after a suspension: the future finished (it took us off its list when it did)
-// and this is our step. A cancel() that came after the future had finished set the flag instead
-// (there was nothing left to cancel); honour it now, before the coroutine sees the result, unless
-// that result is a child task's finished work (task.hpp, "Cancellation"): then the flag stays set
-// and the next suspension is cancelled (step() does that).
-void TaskBase::resume_from_wait(bool keep_result) {
+// In await_resume, after a suspension: `awaited` finished (it took us off its list when it did)
+// and this is our step.
+//   - If we had passed a cancel() down to `awaited`, a child task, the child has either thrown it
+//     (it ended cancelled, or caught the CancelledError) and it is spent, or finished before it
+//     could, and it is ours again.
+//   - A cancel() that came after `awaited` had finished found nothing to cancel and set the flag.
+//     Honour it now, before the coroutine sees the result, unless that result is a child task's
+//     finished work (task.hpp, "Cancellation"): then the flag stays set, and step() cancels our
+//     next suspension.
+void TaskBase::resume_from_wait(FutureState& awaited) {
     waiting_on_ = nullptr;
+    TaskBase* child = awaited.task();
+    if (std::exchange(cancel_passed_down_, false) && !child->finished_with_unused_cancel_) must_cancel_ = false;
+    const bool keep_result = child != nullptr && awaited.succeeded();
     if (must_cancel_ && !keep_result) {
         must_cancel_ = false;
         throw CancelledError();
@@ -110,8 +119,18 @@ void TaskBase::resume_from_wait(bool keep_result) {
 // asyncio: Task.cancel.
 bool TaskBase::cancel_task() {
     if (future_.done()) return false;
-    if (waiting_on_ != nullptr && waiting_on_->cancel()) return true;  // its co_await will throw
-    must_cancel_ = true;  // scheduled or running: the next suspension throws instead
+    if (!pass_cancel_down()) must_cancel_ = true;  // scheduled or running: see task.hpp
+    return true;
+}
+
+// Hands a cancel to the future we wait on, if there is one and it is not done. A plain future is
+// cancelled there and then, and our co_await will throw: the cancel is spent. A child task only
+// takes the request, and may finish without throwing it; so we keep it too, until we see what
+// became of it (resume_from_wait).
+bool TaskBase::pass_cancel_down() {
+    if (waiting_on_ == nullptr || !waiting_on_->cancel()) return false;
+    cancel_passed_down_ = waiting_on_->task() != nullptr;
+    must_cancel_ = cancel_passed_down_;
     return true;
 }
 

@@ -63,11 +63,15 @@
 //
 // Cancellation (asyncio's rules)
 // ------------------------------
-// task.cancel() on a task that waits on a future cancels that future: the task's co_await then
-// throws CancelledError inside the coroutine, which may catch it (to clean up, or even to carry on:
-// cancel() is a request). On a task that is scheduled or running, it sets a flag and the next
-// co_await that suspends throws CancelledError instead of returning. A task cancelled before its
-// first step never runs at all. A CancelledError that leaves the coroutine makes the task cancelled.
+// cancel() is a request, delivered as a CancelledError thrown out of one co_await inside the
+// coroutine, which may catch it (to clean up, or even to carry on). Where it is thrown depends on
+// the task's state when cancel() is called:
+//   - waiting on a future: that future is cancelled, and the co_await waiting on it throws;
+//   - scheduled, because the future it waited on has just finished: the co_await it is about to
+//     return from throws instead of returning the result;
+//   - running: a flag is set, and the first co_await that suspends from then on throws;
+//   - not started yet: its body never runs at all.
+// A CancelledError that leaves the coroutine makes the task cancelled.
 //
 // One difference from asyncio, and why. In asyncio, `await queue.get()` runs get() inside the
 // awaiting task. Here every coroutine you co_await is a task of its own, so between a child task
@@ -76,6 +80,11 @@
 // work away: an item taken off a Queue, lost. So when the future a task waited on is a Task that
 // finished successfully, its result is delivered, and the cancellation waits for the parent's next
 // suspension. For every other future (a timer, a socket, a Queue's wake-up) asyncio's rule holds.
+//
+// The same difference means a cancel passed down to a child task may come back unused: the child
+// keeps it for its next suspension, and may finish without one. The parent then takes it back, and
+// its own next suspension throws (TaskBase::resume_from_wait). A cancel() that returned true is
+// thrown somewhere, exactly once, unless the task finishes first.
 #pragma once
 
 #include <coroutine>
@@ -117,9 +126,9 @@ public:
 
     // The awaiting side of `co_await future` (FutureAwaiter below).
     void suspend_on(FutureState& future);
-    // Throws CancelledError if cancel() came after the future finished, unless `keep_result`
-    // (the future is a child task that finished successfully: see "Cancellation" above).
-    void resume_from_wait(bool keep_result);
+    // Throws CancelledError if cancel() came after `awaited` finished, unless `awaited` is a
+    // child task that finished successfully (see "Cancellation" above).
+    void resume_from_wait(FutureState& awaited);
 
     // How the coroutine ended, recorded by the promise before its final suspension.
     void store_failure(std::exception_ptr failure) { failure_ = std::move(failure); }
@@ -129,6 +138,7 @@ protected:
     ~TaskBase() = default;
 
     bool cancel_task();
+    bool pass_cancel_down();
     std::string describe() const;
     // Destroys the frame. Called by the most derived destructor, while the whole object exists.
     void release_frame();
@@ -149,7 +159,9 @@ private:
     std::string name_;             // as given to create_task; empty: "Task-<number_>"
     std::uint64_t number_ = 0;     // counts the loop's tasks, from 1; 0 until started
     bool first_step_done_ = false;
-    bool must_cancel_ = false;
+    bool must_cancel_ = false;          // cancel() was accepted; the CancelledError is still to come
+    bool cancel_passed_down_ = false;   // ... and it was handed to the child task we await
+    bool finished_with_unused_cancel_ = false;  // done before it could throw an accepted cancel()
 };
 
 // The whole state of one task: its future (with the typed result) and its driver.
@@ -184,7 +196,7 @@ public:
         suspended_ = true;
     }
     T await_resume() {
-        if (suspended_) task_.resume_from_wait(state_->task() != nullptr && state_->succeeded());
+        if (suspended_) task_.resume_from_wait(*state_);
         if constexpr (std::is_void_v<T>) {
             state_->result();
         } else {

@@ -147,7 +147,6 @@ Task<void> Crawler::crawl() {
     // at its co_await. We must then wait until they have finished: a cancelled task may need a
     // turn of the loop to unwind, and only then are its sockets closed. Leaving them pending would
     // get "Task was destroyed but it is pending!" when the loop goes, as in the chapter.
-    stopping_ = true;
     for (Task<void>& worker : workers) worker.cancel();
     // return_exceptions: a cancelled worker is the expected outcome here, not a failure.
     Task<std::vector<coroutines::Outcome<void>>> all_stopped =
@@ -159,15 +158,8 @@ Task<void> Crawler::crawl() {
 
 // One worker: take a URL, fetch it, mark it done; for ever (until crawl() cancels it, which
 // happens while it waits in get()).
-//
-// It also stops when it sees stopping_, which crawl() sets before cancelling. That covers a cancel()
-// that stage 06's Task loses: one that arrives in the turn between a fetch's innermost step
-// finishing (a recv that completed) and the tasks above it resuming. Each task above passes the
-// cancel down and returns true; the task that was about to resume with its child's result keeps the
-// cancellation for its next suspension, but finishes without one, so nobody is cancelled and the
-// worker would go on to its next get() and wait there for ever (crawl() waiting for it).
 Task<void> Crawler::work() {
-    while (!stopping_) {
+    for (;;) {
         QueueItem item = co_await queue_.get();
         ++busy_workers_;
         const std::string url = item.url;

@@ -160,7 +160,6 @@ private:
     coroutines::Queue<QueueItem> queue_;
     std::set<std::string> seen_urls_;
     std::vector<FetchStatistic> done_;
-    bool stopping_ = false;  // crawl() is stopping the workers
     std::size_t busy_workers_ = 0;
     std::size_t in_flight_ = 0;
     std::size_t most_in_flight_ = 0;

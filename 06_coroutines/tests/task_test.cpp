@@ -287,6 +287,61 @@ TEST_F(TaskTest, AParentCancelledJustAfterItsChildFinishedStillGetsTheChildsResu
     EXPECT_TRUE(cancelled_later);
 }
 
+Task<int> child_of(Future<int> future) { co_return co_await wait_for_value(future); }
+
+Task<void> grandparent_then_sleep(EventLoop& loop, Future<int> future, int* got) {
+    *got = co_await child_of(future);
+    co_await sleep(loop, 1h);  // a lost cancel would leave us here, and run_within's watchdog fails
+}
+
+// A chain parent -> child -> grandchild -> future. The future finishes, and the completion climbs
+// one task per turn; a cancel() of the parent in any of those turns must be thrown somewhere, not
+// lost on the way down (a child that keeps it for its next suspension may have none left).
+TEST_F(TaskTest, ACancelOfTheParentInAnyTurnWhileAResultClimbsTheChainIsNeverLost) {
+    for (int turns = 0; turns <= 3; ++turns) {
+        SCOPED_TRACE("cancelled " + std::to_string(turns) + " turn(s) after the future finished");
+        EventLoop loop;
+        Future<int> future(loop);
+        int got = 0;
+        Task<void> parent = loop.create_task(grandparent_then_sleep(loop, future, &got));
+        run_one_turn(loop);  // all three wait
+        future.set_result(9);
+        for (int i = 0; i < turns; ++i) run_one_turn(loop);
+        EXPECT_TRUE(parent.cancel());
+        EXPECT_THROW(run_within(loop, parent, 2s), CancelledError);
+        EXPECT_TRUE(parent.cancelled());
+        // Cancelled before the grandchild stepped: the grandchild's co_await throws, and no result
+        // climbs. After that, the finished work is kept and the parent's next wait is cancelled.
+        EXPECT_EQ(got, turns == 0 ? 0 : 9);
+        expect_loop_is_clean(loop);
+    }
+}
+
+// A child that catches the CancelledError passed down to it and returns a value has used the
+// cancel: the parent gets the value and goes on, as in asyncio.
+Task<int> child_that_shrugs(Future<int> future) {
+    try {
+        co_return co_await future;
+    } catch (const CancelledError&) {
+        co_return -1;
+    }
+}
+
+Task<int> parent_of_shrugging_child(EventLoop& loop, Future<int> future) {
+    const int value = co_await child_that_shrugs(future);
+    co_await sleep(loop, 1ms);
+    co_return value;
+}
+
+TEST_F(TaskTest, ACancelThatAChildCaughtIsSpentAndDoesNotReachTheParentAgain) {
+    EventLoop loop;
+    Future<int> future(loop);
+    Task<int> parent = loop.create_task(parent_of_shrugging_child(loop, future));
+    run_one_turn(loop);
+    EXPECT_TRUE(parent.cancel());
+    EXPECT_EQ(run_within(loop, parent), -1);
+}
+
 // A cancel that reaches a task after the plain future it waits on has finished, but before its
 // step, wins: the co_await throws CancelledError (asyncio's rule).
 TEST_F(TaskTest, ACancelArrivingAfterAPlainFutureFinishedStillThrowsAtThatCoAwait) {
