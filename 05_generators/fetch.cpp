@@ -39,19 +39,22 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
     //    with EINPROGRESS; the socket turns writable when the handshake has ended, either way, and
     //    SO_ERROR then says how it ended.
     Descriptor socket;
-    int error = 0;  // why the last address failed
+    const char* failed_call = "connect";  // which call failed for the last address tried,
+    int error = 0;                        // and with which errno
     if (request.addresses.empty()) {
         fail(result, ErrorKind::resolve, "resolve: no address to connect to");
         co_return;
     }
     for (const Address& address : request.addresses) {
-        socket = Descriptor(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-        if (!socket) {
-            error = errno;  // EMFILE and friends: `limit`; the loop carries on with the others
-            fail(result, kind_for_errno(error, ErrorKind::connect), errno_message("socket", error));
-            co_return;
+        socket =
+            Descriptor(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (!socket) {  // e.g. EMFILE (no descriptor left), EAFNOSUPPORT (no IPv6 on this machine)
+            failed_call = "socket";
+            error = errno;
+            continue;
         }
         if (::connect(socket.fd(), address.get(), address.length) == 0) break;  // connected at once
+        failed_call = "connect";
         error = errno;
         if (error == EINPROGRESS) {
             const Event event = co_yield Wait{socket.fd(), Interest::writable};
@@ -65,7 +68,9 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
         socket.close();  // this address failed; try the next one
     }
     if (!socket) {
-        fail(result, kind_for_errno(error, ErrorKind::connect), errno_message("connect", error));
+        // EMFILE, ENFILE or EADDRNOTAVAIL (no ephemeral port left) mean we ran out of something,
+        // not that the server is unreachable: kind_for_errno calls those `limit`.
+        fail(result, kind_for_errno(error, ErrorKind::connect), errno_message(failed_call, error));
         co_return;
     }
     result.timing.connected = Clock::now();

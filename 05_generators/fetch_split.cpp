@@ -52,19 +52,22 @@ namespace {
 // Connects to one of request.addresses. On success `socket` holds the connected socket; on failure
 // `result` holds the error. (The outcome would be the return value, if a generator had one.)
 Fetch connect_to_any(const Request& request, const Options& options, Result& result, Descriptor& socket) {
+    const char* failed_call = "connect";
     int error = 0;
     if (request.addresses.empty()) {
         fail(result, ErrorKind::resolve, "resolve: no address to connect to");
         co_return;
     }
     for (const Address& address : request.addresses) {
-        socket = Descriptor(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        socket =
+            Descriptor(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
         if (!socket) {
+            failed_call = "socket";
             error = errno;
-            fail(result, kind_for_errno(error, ErrorKind::connect), errno_message("socket", error));
-            co_return;
+            continue;
         }
         if (::connect(socket.fd(), address.get(), address.length) == 0) break;
+        failed_call = "connect";
         error = errno;
         if (error == EINPROGRESS) {
             const Event event = co_yield Wait{socket.fd(), Interest::writable};
@@ -78,7 +81,7 @@ Fetch connect_to_any(const Request& request, const Options& options, Result& res
         socket.close();
     }
     if (!socket) {
-        fail(result, kind_for_errno(error, ErrorKind::connect), errno_message("connect", error));
+        fail(result, kind_for_errno(error, ErrorKind::connect), errno_message(failed_call, error));
         co_return;
     }
     result.timing.connected = Clock::now();

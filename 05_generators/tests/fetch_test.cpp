@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
@@ -149,6 +150,38 @@ TEST_P(FetchGenerator, CanBeDrivenByHandWithPoll) {
     ASSERT_TRUE(result_.ok()) << result_.error_message;
     EXPECT_EQ(result_.response.status, 200);
     EXPECT_NE(result_.response.body.find("/driven/by/hand"), std::string::npos) << result_.response.body;
+}
+
+// An address whose family socket() rejects with EAFNOSUPPORT, as it rejects IPv6 on a machine
+// without IPv6. AF_UNSPEC names no family at all, so every machine rejects it.
+Address address_of_no_family() {
+    Address address;
+    address.storage.ss_family = AF_UNSPEC;
+    address.length = sizeof(sockaddr);
+    return address;
+}
+
+TEST_P(FetchGenerator, TriesTheNextAddressWhenSocketRejectsTheFirstOnesFamily) {
+    lab::LabServer server(on_loopback(0ms));
+    server.start();
+    Request request = request_for(server.url("/after/a/rejected/family"));
+    request.addresses.insert(request.addresses.begin(), address_of_no_family());
+    Fetch fetch = start(request);
+    fetch.next();
+    drive(fetch, 100);
+    ASSERT_TRUE(fetch.done());
+    ASSERT_TRUE(result_.ok()) << result_.error_message;
+    EXPECT_NE(result_.response.body.find("/after/a/rejected/family"), std::string::npos)
+        << result_.response.body;
+}
+
+TEST_P(FetchGenerator, NamesSocketInItsErrorWhenSocketRejectsEveryAddress) {
+    Request request = request_for("http://127.0.0.1:1/");
+    request.addresses = {address_of_no_family(), address_of_no_family()};
+    Fetch fetch = start(request);
+    EXPECT_FALSE(fetch.next());  // finished without waiting for anything
+    EXPECT_EQ(result_.error, ErrorKind::connect);
+    EXPECT_EQ(result_.error_message, errno_message("socket", EAFNOSUPPORT));
 }
 
 TEST_P(FetchGenerator, ClosingItWhileSuspendedClosesItsSocket) {
