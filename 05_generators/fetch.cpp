@@ -162,11 +162,13 @@ public:
                 throw std::system_error(errno, std::generic_category(), "epoll_wait");
             }
             // epoll_event.data holds the slot of the fetch that armed the descriptor. That is safe
-            // because (1) EPOLLONESHOT: an armed descriptor reports once, then stays quiet until its
-            // fetch yields again, so a batch has at most one event per fetch; (2) a fetch's
+            // because (1) a fetch has one descriptor in epoll at a time, and one epoll_wait reports
+            // a descriptor at most once, so a batch has at most one event per fetch; (2) a fetch's
             // descriptors close when it finishes, and the kernel drops a closed descriptor from
             // epoll, pending events included; (3) freed slots are refilled only after the whole
             // batch and the timers: an event never reaches a different fetch, or a freed frame.
+            // (EPOLLONESHOT, in arm, is not one of these reasons: what it adds is that a descriptor
+            // stays quiet from its event until its fetch waits on it again.)
             for (int i = 0; i < ready; ++i) resume(static_cast<std::size_t>(events_[i].data.u64), Event::ready);
             expire_timers();
             start_more();
@@ -218,8 +220,9 @@ private:
     // Tells epoll what the fetch in `slot` is waiting for.
     //
     // One registration per descriptor: EPOLL_CTL_ADD the first time a fetch waits on a descriptor,
-    // EPOLL_CTL_MOD (re-arm) for each later wait. EPOLLONESHOT disarms the descriptor after one
-    // event, so it cannot report again while its fetch runs or after the fetch has moved on.
+    // EPOLL_CTL_MOD (re-arm) for each later wait. With EPOLLONESHOT, once epoll_wait has reported
+    // an event for the descriptor, the kernel disables it (no events at all, errors included)
+    // until the next MOD: it stays quiet while its fetch runs, until the fetch waits on it again.
     //
     // One trap: the fetch owns its socket and may close it and open another (the next address).
     // The kernel drops the closed one from epoll by itself, and socket() hands out the lowest free
