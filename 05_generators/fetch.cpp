@@ -28,10 +28,10 @@ namespace sixways::generators {
 // and a state field saying which callback comes next; here the place where the body is suspended
 // *is* the state, and the compiler keeps it.
 //
-// The result is written into `result` (a slot in fetch_all's vector) rather than yielded at the end.
-// Yielding it would make the yield type a Wait-or-Result, the loop would have to tell them apart on
-// every resume, and the generator would still have to be resumed once more to finish. With the
-// slot, the rule is simple: when the generator is done, its result is final.
+// The result is written into `result` (a slot in fetch_all's vector) rather than yielded at the
+// end. Yielding it would make the yield type a Wait-or-Result, the loop would have to tell them
+// apart on every resume, and the generator would still have to be resumed once more to finish.
+// With the slot, the rule is simple: when the generator is done, its result is final.
 Fetch fetch_one(const Request& request, const Options& options, Result& result) {
     result.timing.start = Clock::now();
 
@@ -81,7 +81,8 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
     const std::string request_text = build_get_request(request.url);
     std::size_t sent = 0;
     while (sent < request_text.size()) {
-        const ssize_t n = ::send(socket.fd(), request_text.data() + sent, request_text.size() - sent, MSG_NOSIGNAL);
+        const ssize_t n = ::send(socket.fd(), request_text.data() + sent,
+                                 request_text.size() - sent, MSG_NOSIGNAL);
         if (n >= 0) {
             sent += static_cast<std::size_t>(n);
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -98,14 +99,16 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
     }
     result.timing.sent = Clock::now();
 
-    // 3. Receive until the parser says the response is complete, or the server closes. Read until
-    //    recv() says EAGAIN (nothing more for now), and only then wait: epoll reports readiness, not
-    //    amounts, so we take everything that is there each time we are resumed.
+    // 3. Receive until the parser says the response is complete, or the server closes. Read
+    //    until recv() says EAGAIN (nothing more for now), and only then wait: epoll reports
+    //    readiness, not amounts, so we take everything that is there each time we are resumed.
     ResponseParser parser(options.body_cap);
     for (;;) {
         const ssize_t n = receive_into(socket.fd(), parser);
         if (n > 0) {
-            if (result.timing.first_byte == Clock::time_point{}) result.timing.first_byte = Clock::now();
+            if (result.timing.first_byte == Clock::time_point{}) {
+                result.timing.first_byte = Clock::now();
+            }
             if (parser.status() == ResponseParser::Status::complete) break;
             if (parser.status() == ResponseParser::Status::error) {
                 fail(result, ErrorKind::protocol, parser.error());
@@ -119,7 +122,8 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
             const Event event = co_yield Wait{socket.fd(), Interest::readable};
             if (event == Event::timed_out) {
                 const bool answering = result.timing.first_byte != Clock::time_point{};
-                fail(result, ErrorKind::timeout, timeout_message(options.timeout, answering ? "receiving" : "waiting"));
+                fail(result, ErrorKind::timeout,
+                     timeout_message(options.timeout, answering ? "receiving" : "waiting"));
                 co_return;
             }
         } else {
@@ -147,8 +151,8 @@ class FetchLoop {
 public:
     FetchLoop(const std::vector<Request>& requests, const Options& options, FetchOne fetch,
               std::vector<Result>& results, std::size_t concurrency, int epoll_fd)
-        : requests_(requests), options_(options), fetch_(fetch), results_(results), epoll_fd_(epoll_fd),
-          slots_(concurrency), events_(concurrency) {
+        : requests_(requests), options_(options), fetch_(fetch), results_(results),
+          epoll_fd_(epoll_fd), slots_(concurrency), events_(concurrency) {
         for (std::size_t slot = concurrency; slot-- > 0;) free_slots_.push_back(slot);
         timers_.reserve(requests.size());
     }
@@ -156,7 +160,8 @@ public:
     void run() {
         start_more();
         while (in_flight_ > 0) {
-            const int ready = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), timeout_ms());
+            const int ready = epoll_wait(epoll_fd_, events_.data(),
+                                         static_cast<int>(events_.size()), timeout_ms());
             if (ready < 0) {
                 if (errno == EINTR) continue;  // interrupted by a signal handler: wait again
                 throw std::system_error(errno, std::generic_category(), "epoll_wait");
@@ -169,7 +174,9 @@ public:
             // batch and the timers: an event never reaches a different fetch, or a freed frame.
             // (EPOLLONESHOT, in arm, is not one of these reasons: what it adds is that a descriptor
             // stays quiet from its event until its fetch waits on it again.)
-            for (int i = 0; i < ready; ++i) resume(static_cast<std::size_t>(events_[i].data.u64), Event::ready);
+            for (int i = 0; i < ready; ++i) {
+                resume(static_cast<std::size_t>(events_[i].data.u64), Event::ready);
+            }
             expire_timers();
             start_more();
         }
@@ -236,7 +243,9 @@ private:
         int rc = -1;
         if (wait.fd == in_flight.registered_fd) {
             rc = epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, wait.fd, &event);
-            if (rc != 0 && errno == ENOENT) rc = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wait.fd, &event);
+            if (rc != 0 && errno == ENOENT) {
+                rc = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wait.fd, &event);
+            }
         } else {
             rc = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wait.fd, &event);
         }
@@ -257,10 +266,10 @@ private:
     }
 
     // Resumes, with Event::timed_out, every live fetch whose deadline has passed. The fetch knows
-    // which phase it is in (it is a local of its frame: where it is suspended), so it writes its own
-    // timeout result and returns, closing its socket on the way. The loop could instead close() it,
-    // but then the loop would have to know the phase, and we would be back to keeping per-request
-    // state outside the generator.
+    // which phase it is in (it is a local of its frame: where it is suspended), so it writes its
+    // own timeout result and returns, closing its socket on the way. The loop could instead
+    // close() it, but then the loop would have to know the phase, and we would be back to keeping
+    // per-request state outside the generator.
     void expire_timers() {
         const Clock::time_point now = Clock::now();
         while (!timers_.empty() && timers_.front().deadline <= now) {
@@ -291,13 +300,14 @@ private:
         return static_cast<int>(std::min<decltype(ms)>(ms, INT_MAX));
     }
 
-    // epoll refused the descriptor (ENOMEM, or the per-user limit on watched descriptors). The
-    // fetch cannot wait, so it cannot go on: destroy it where it is suspended, which runs its locals'
-    // destructors and so closes its socket, and give the request a `limit` error.
+    // epoll refused the descriptor (ENOMEM, or ENOSPC: the per-user limit on watched descriptors).
+    // The fetch cannot wait, so it cannot go on: destroy it where it is suspended, which runs its
+    // locals' destructors and so closes its socket, and give the request a `limit` error.
     void abandon(std::size_t slot, int error) {
         InFlight& in_flight = slots_[slot];
         in_flight.fetch.close();
-        fail(results_[in_flight.request], kind_for_errno(error, ErrorKind::limit), errno_message("epoll_ctl", error));
+        fail(results_[in_flight.request], kind_for_errno(error, ErrorKind::limit),
+             errno_message("epoll_ctl", error));
         complete(slot);
     }
 
@@ -326,15 +336,18 @@ private:
 
 }  // namespace
 
-std::vector<Result> run_fetches(const std::vector<Request>& requests, const Options& options, FetchOne fetch) {
-    std::vector<Result> results(requests.size());  // never resized: the fetches hold references into it
+std::vector<Result> run_fetches(const std::vector<Request>& requests, const Options& options,
+                                FetchOne fetch) {
+    // Never resized: the fetches hold references into it.
+    std::vector<Result> results(requests.size());
     if (requests.empty()) return results;
 
     const Descriptor epoll(epoll_create1(EPOLL_CLOEXEC));
     if (!epoll) {  // no descriptor for epoll itself: every request fails, the caller carries on
         const int error = errno;
         for (std::size_t i = 0; i < requests.size(); ++i) {
-            fail(results[i], kind_for_errno(error, ErrorKind::limit), errno_message("epoll_create1", error));
+            fail(results[i], kind_for_errno(error, ErrorKind::limit),
+                 errno_message("epoll_create1", error));
             if (options.on_result) options.on_result(i, results[i]);
         }
         return results;

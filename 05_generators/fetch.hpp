@@ -1,11 +1,11 @@
 // Stage 05: the fetch as one generator, and a small epoll loop that runs many of them.
 //
-// Stage 04 split each request into callbacks and kept its state (socket, bytes sent, parser, phase)
-// in an object, because a callback returns and its locals are gone. Here the fetch is written once,
-// top to bottom, like stage 01's blocking code. Where stage 01 blocked, it yields what it waits for
-// (`co_yield Wait{fd, Interest::writable}`) and is suspended; its locals stay in its coroutine frame.
-// The loop waits with epoll for the descriptors of all suspended fetches and resumes whichever is
-// ready, sending back what happened (Event::ready or Event::timed_out).
+// Stage 04 split each request into callbacks and kept its state (socket, bytes sent, parser,
+// phase) in an object, because a callback returns and its locals are gone. Here the fetch is
+// written once, top to bottom, like stage 01's blocking code. Where stage 01 blocked, it yields
+// what it waits for (`co_yield Wait{fd, Interest::writable}`) and is suspended; its locals stay in
+// its coroutine frame. The loop waits with epoll for the descriptors of all suspended fetches and
+// resumes whichever is ready, sending back what happened (Event::ready or Event::timed_out).
 #pragma once
 
 #include <unistd.h>
@@ -50,10 +50,11 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result);
 // one by hand (fetch_split.cpp): it works, and shows why generators do not compose.
 Fetch fetch_one_split(const Request& request, const Options& options, Result& result);
 
-// The loop (fetch.cpp): runs one `fetch` generator per request, at most options.concurrency at once,
-// and calls options.on_result as each one finishes. Returns the results in request order.
+// The loop (fetch.cpp): runs one `fetch` generator per request, at most options.concurrency at
+// once, and calls options.on_result as each one finishes. Returns the results in request order.
 using FetchOne = Fetch (*)(const Request&, const Options&, Result&);
-std::vector<Result> run_fetches(const std::vector<Request>& requests, const Options& options, FetchOne fetch);
+std::vector<Result> run_fetches(const std::vector<Request>& requests, const Options& options,
+                                FetchOne fetch);
 
 // The library call of this stage: run_fetches with fetch_one.
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options);

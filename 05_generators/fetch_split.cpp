@@ -51,7 +51,8 @@ namespace {
 
 // Connects to one of request.addresses. On success `socket` holds the connected socket; on failure
 // `result` holds the error. (The outcome would be the return value, if a generator had one.)
-Fetch connect_to_any(const Request& request, const Options& options, Result& result, Descriptor& socket) {
+Fetch connect_to_any(const Request& request, const Options& options, Result& result,
+                     Descriptor& socket) {
     const char* failed_call = "connect";
     int error = 0;
     if (request.addresses.empty()) {
@@ -116,7 +117,9 @@ Fetch receive_response(int fd, const Options& options, Result& result) {
     for (;;) {
         const ssize_t n = receive_into(fd, parser);
         if (n > 0) {
-            if (result.timing.first_byte == Clock::time_point{}) result.timing.first_byte = Clock::now();
+            if (result.timing.first_byte == Clock::time_point{}) {
+                result.timing.first_byte = Clock::now();
+            }
             if (parser.status() == ResponseParser::Status::complete) break;
             if (parser.status() == ResponseParser::Status::error) {
                 fail(result, ErrorKind::protocol, parser.error());
@@ -130,7 +133,8 @@ Fetch receive_response(int fd, const Options& options, Result& result) {
             const Event event = co_yield Wait{fd, Interest::readable};
             if (event == Event::timed_out) {
                 const bool answering = result.timing.first_byte != Clock::time_point{};
-                fail(result, ErrorKind::timeout, timeout_message(options.timeout, answering ? "receiving" : "waiting"));
+                fail(result, ErrorKind::timeout,
+                     timeout_message(options.timeout, answering ? "receiving" : "waiting"));
                 co_return;
             }
         } else {

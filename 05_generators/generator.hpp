@@ -1,7 +1,7 @@
 // Generator<Yield, Sent>: a Python-style generator on C++20 coroutines, written out in full.
 //
-// g++ 12 has no std::generator, and even C++23's cannot receive a value back from co_yield, which is
-// what this stage needs. So we write our own, and it is short enough to read in one sitting:
+// g++ 12 has no std::generator, and even C++23's cannot receive a value back from co_yield, the
+// very thing this stage needs. So we write our own, and it is short enough to read in one sitting:
 //
 //     Generator<int> count_to(int n) {            // a coroutine: its body contains co_yield
 //         for (int i = 1; i <= n; ++i) co_yield i;
@@ -15,13 +15,14 @@
 //     auto g = ask();
 //     g.next();                                   // runs to the first co_yield
 //     g.current();                                // "how many?"
-//     g.send(42);                                 // the co_yield evaluates to 42; runs to the next one
+//     g.send(42);                                 // co_yield evaluates to 42; runs to the next
 //
 // The same four moves as Python's generators: create (nothing runs), next(), send(v), close().
 //
 // ---- What the compiler does with a coroutine ----
-// A function whose body contains co_yield (or co_await, or co_return) is a coroutine. The compiler
-// turns its body into roughly this (Lewis Baker's "Understanding the promise type" draws it in full):
+// A function whose body contains co_yield (or co_await, or co_return) is a coroutine. The
+// compiler turns its body into roughly this (Lewis Baker's "Understanding the promise type" draws
+// it in full):
 //
 //     Generator<int> count_to(int n) {
 //         frame = new Frame{n};                     // heap: parameters, locals, the promise, and
@@ -36,13 +37,13 @@
 //         co_await frame->promise.final_suspend();  // suspend_always again: keep the frame
 //     }
 //
-// and the call `count_to(3)` runs only up to the first suspension and returns `g` to the caller. So:
+// and the call `count_to(3)` runs only up to the first suspension, then returns `g`. So:
 // - The frame lives on the heap, not on the stack: the locals survive while the body is suspended,
 //   and the caller's stack is free to do other things (run another generator, call epoll_wait). It
 //   is allocated once, when the coroutine is called, and freed when someone calls handle.destroy();
 //   here that someone is the Generator object, in its destructor or in close().
-// - The promise (promise_type below, our code) is the object in the frame through which the body and
-//   its caller talk: the yielded value goes out through it, the sent value comes in through it.
+// - The promise (promise_type below, our code) is the object in the frame through which the body
+//   and its caller talk: the yielded value goes out through it, the sent value comes in through it.
 // - The coroutine_handle is a pointer to the frame. handle.resume() continues the body where it is
 //   suspended and returns when the body suspends again (at the next co_yield, or at the end).
 //
@@ -75,17 +76,17 @@ public:
     struct promise_type {
         std::optional<Yield> current;  // the value of the latest co_yield (optional: Yield need
                                        // not be default-constructible)
-        Sent sent{};                   // what the caller passed to send(), for the co_yield to return
+        Sent sent{};                   // what send() passed in, for the co_yield to return
         std::exception_ptr exception;  // what escaped the body, for next()/send() to rethrow
 
         // The caller's handle to this frame: the Generator object the call returns.
         Generator get_return_object() { return Generator{Handle::from_promise(*this)}; }
 
-        // Lazy start: calling the coroutine only creates the frame; the body runs at the first next().
+        // Lazy start: the call only creates the frame; the body runs at the first next().
         std::suspend_always initial_suspend() noexcept { return {}; }
 
-        // Stop at the end instead of freeing the frame ourselves: the Generator can still ask done()
-        // (a freed frame could not answer), and it alone destroys the frame, exactly once.
+        // Stop at the end instead of freeing the frame ourselves: the Generator can still ask
+        // done() (a freed frame could not answer), and it alone destroys the frame, exactly once.
         std::suspend_always final_suspend() noexcept { return {}; }
 
         // `co_yield value` is `co_await promise.yield_value(value)`. We store the value where the
@@ -122,7 +123,8 @@ public:
 
     Generator() = default;  // empty: done(), owns no frame
     Generator(Generator&& other) noexcept
-        : handle_(std::exchange(other.handle_, nullptr)), started_(std::exchange(other.started_, false)) {}
+        : handle_(std::exchange(other.handle_, nullptr)),
+          started_(std::exchange(other.started_, false)) {}
     Generator& operator=(Generator&& other) noexcept {
         if (this != &other) {
             close();
@@ -147,14 +149,18 @@ public:
     // send). Otherwise as next(). Throws std::logic_error before the first next(): the body has not
     // reached a co_yield yet, so nothing would receive the value (Python raises TypeError).
     bool send(Sent value) {
-        if (!started_) throw std::logic_error("send() to a generator that has not started: call next() first");
+        if (!started_) {
+            throw std::logic_error(
+                "send() to a generator that has not started: call next() first");
+        }
         return resume(std::move(value));
     }
 
     // The value of the co_yield the body is suspended at. Only while !done() and after next().
     const Yield& current() const { return *handle_.promise().current; }
 
-    // True when the body has finished (returned or thrown) or there is no body (moved from, closed).
+    // True when the body has finished (returned or thrown), or when there is no body (the
+    // generator was moved from or closed).
     bool done() const { return !handle_ || handle_.done(); }
 
     // Destroys the frame now. The destructors of the locals that are alive at the suspension point
@@ -176,7 +182,9 @@ public:
             return *this;
         }
         void operator++(int) { ++*this; }
-        friend bool operator==(const iterator& it, std::default_sentinel_t) { return it.generator_->done(); }
+        friend bool operator==(const iterator& it, std::default_sentinel_t) {
+            return it.generator_->done();
+        }
 
     private:
         Generator* generator_ = nullptr;

@@ -1,4 +1,5 @@
-// 05_generators [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--trace FILE] [--split]
+// 05_generators [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--trace FILE]
+//               [--split]: one generator per request, resumed by an epoll loop.
 #include "05_generators/fetch.hpp"
 #include "common/cli.hpp"
 
@@ -9,8 +10,9 @@ int main(int argc, char** argv) {
         .name = "05_generators",
         .summary = "one generator per request, resumed by an epoll loop when its socket is ready",
         .fetch_all = [&split](const std::vector<Request>& requests, const Options& options) {
-            return generators::run_fetches(requests, options,
-                                           split ? &generators::fetch_one_split : &generators::fetch_one);
+            const generators::FetchOne fetch =
+                split ? &generators::fetch_one_split : &generators::fetch_one;
+            return generators::run_fetches(requests, options, fetch);
         },
         .flags = {{"--split", "run the fetch split into sub-generators (fetch_split.cpp)", &split}},
     };
