@@ -53,9 +53,12 @@ EventLoop::~EventLoop() { close(epoll_fd_); }
 // The stale-event problem, and how it is solved
 // ----------------------------------------------
 // epoll_wait hands us a batch of events, and the callbacks for them run one after another. A
-// callback early in the batch may finish its request: remove the reader, close the socket, free
-// the object that owns it. An event for that very socket can still be waiting later in the same
-// batch (the request's timeout and its last bytes arriving in the same turn is the usual case). If
+// callback early in the turn may finish a request: remove its reader, close its socket, cancel its
+// timer, free the object that owns them. What the turn has queued for that request further on is
+// then stale. Descriptors are collected before timers, so the usual case is a request whose last
+// bytes and deadline arrive in the same turn: its reader runs first and completes it, and its
+// timeout, queued behind it, must not run. A socket's event is stale when a callback before it
+// (another descriptor's, or one queued by call_soon on the last turn) closed that socket. If
 // epoll_event.data held a pointer to the owning object, that event would call into freed memory.
 // Worse, the same callback may open a new socket, and the kernel hands out the lowest free number,
 // so the new socket often gets the number just closed: a lookup "by fd" at dispatch time would

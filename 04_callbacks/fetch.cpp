@@ -216,8 +216,8 @@ private:
     // Exactly one outcome. Every step that ends the request comes here, and the first thing it
     // does is make sure no other step can run: cancel the timer (if the data won, the timeout must
     // not fire later; the loop skips it even if it is already due in this very turn) and remove
-    // the socket's reader or writer (if the timeout won, the socket's event, perhaps in the same
-    // epoll_wait batch, must not arrive). Then close the socket and report.
+    // the socket's reader or writer (if the timeout won, no later event of the socket may reach
+    // us). Then close the socket and report.
     void finish() {
         timeout_.cancel();
         close_socket();
