@@ -127,22 +127,40 @@ std::string csv_number(double value) {
 
 }  // namespace
 
-std::vector<std::string> command_line(const Program& program, std::size_t n, const std::string& url) {
+std::size_t in_flight(const Program& program, std::size_t n, std::size_t concurrency) {
+    if (program.one_at_a_time) {
+        return 1;
+    }
+    std::size_t most = concurrency == 0 ? n : std::min(concurrency, n);
+    if (program.kind == Program::Kind::ab) {
+        most = std::min<std::size_t>(most, 20'000);  // ab refuses more (and a -c over its -n)
+    }
+    return std::max<std::size_t>(most, 1);
+}
+
+std::vector<std::string> command_line(const Program& program, std::size_t n,
+                                      std::size_t concurrency, const std::string& url) {
     const std::string count = std::to_string(n);
+    std::vector<std::string> argv;
     switch (program.kind) {
         case Program::Kind::stage:
         case Program::Kind::yardstick:
-            return {program.path, count, "--url", url, "--json"};
+            argv = {program.path, count, "--url", url, "--json"};
+            break;
         case Program::Kind::aiohttp:
-            return {program.path, program.script, count, "--url", url, "--json"};
+            argv = {program.path, program.script, count, "--url", url, "--json"};
+            break;
         case Program::Kind::ab:
-            // -c: every request at once, like the stages (ab refuses more than 20,000, and more
-            // than -n); -r: go on after a failed receive; -s 10: the stages' per-request timeout.
+            // -c: as many in flight as the stages have; -r: go on after a failed receive; -s 10:
+            // the stages' per-request timeout.
             return {program.path, "-n", count, "-c",
-                    std::to_string(std::clamp<std::size_t>(n, 1, 20'000)),
-                    "-r", "-s", "10", url};
+                    std::to_string(in_flight(program, n, concurrency)), "-r", "-s", "10", url};
     }
-    return {};
+    if (concurrency > 0 && !program.one_at_a_time) {
+        argv.push_back("--concurrency");
+        argv.push_back(std::to_string(concurrency));
+    }
+    return argv;
 }
 
 RunReport read_json_report(std::string_view text) {
@@ -189,21 +207,28 @@ double median(std::vector<double> values) {
     return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
-std::optional<std::string> skip_note(const Program& program, std::size_t n, Duration delay,
-                                     Duration longest) {
-    if (!program.one_at_a_time) {
-        return std::nullopt;  // all at once: about one delay, whatever N is
+Duration expected_time(const Program& program, std::size_t n, std::size_t concurrency,
+                       Duration delay) {
+    std::size_t most = in_flight(program, n, concurrency);
+    std::size_t rounds = (n + most - 1) / most;
+    return delay * static_cast<Duration::rep>(std::max<std::size_t>(rounds, 1));
+}
+
+std::optional<std::string> skip_note(const Program& program, std::size_t n,
+                                     std::size_t concurrency, Duration delay, Duration longest) {
+    if (in_flight(program, n, concurrency) >= n) {
+        return std::nullopt;  // all at once: about one delay, however long that is
     }
-    Duration expected = delay * static_cast<Duration::rep>(n);
+    Duration expected = expected_time(program, n, concurrency, delay);
     if (expected <= longest) {
         return std::nullopt;
     }
     return format("skipped: would take about %.0f s", seconds(expected));
 }
 
-Duration time_limit(const Program& program, std::size_t n, Duration delay) {
-    Duration expected = program.one_at_a_time ? delay * static_cast<Duration::rep>(n) : delay;
-    return std::chrono::minutes(1) + 3 * expected;
+Duration time_limit(const Program& program, std::size_t n, std::size_t concurrency,
+                    Duration delay) {
+    return std::chrono::minutes(1) + 3 * expected_time(program, n, concurrency, delay);
 }
 
 double Row::wall_s() const {
@@ -310,7 +335,7 @@ std::string format_table(const std::vector<Row>& rows) {
 
 std::string format_csv(const std::vector<Row>& rows) {
     std::string csv = "program,requests,runs,wall_s,cpu_s,peak_mb,requests_per_s,p50_ms,p99_ms,"
-                      "failed,note\n";
+                      "failed,note,concurrency,server\n";
     for (const Row& row : rows) {
         std::optional<std::size_t> failed = row.failed();
         csv += csv_field(row.program) + "," + std::to_string(row.requests) + "," +
@@ -318,9 +343,56 @@ std::string format_csv(const std::vector<Row>& rows) {
                csv_number(row.cpu_s()) + "," + csv_number(row.max_rss_mb()) + "," +
                csv_number(row.requests_per_s()) + "," + csv_number(row.p50_ms()) + "," +
                csv_number(row.p99_ms()) + "," + (failed ? std::to_string(*failed) : "") + "," +
-               csv_field(row.full_note()) + "\n";
+               csv_field(row.full_note()) + "," + std::to_string(row.concurrency) + "," +
+               csv_field(row.server) + "\n";
     }
     return csv;
+}
+
+std::string nginx_config(std::string_view config_template, const NginxSettings& settings) {
+    // worker_connections counts every connection of the worker, the listening socket included; a
+    // few of its descriptors are not connections (the error log, epoll, the channel to the master).
+    const long connections = std::max(settings.open_files - 32, 16L);
+    const std::map<std::string, std::string, std::less<>> values = {
+        {"PREFIX", settings.prefix},
+        {"ECHO_MODULE", settings.echo_module},
+        {"PORT", std::to_string(settings.port)},
+        {"DELAY_SECONDS", format("%.3f", seconds(settings.delay))},  // echo_sleep: up to 3 decimals
+        {"OPEN_FILES", std::to_string(settings.open_files)},
+        {"WORKER_CONNECTIONS", std::to_string(connections)},
+        {"BACKLOG", std::to_string(settings.backlog)},
+    };
+    // A placeholder is @ + capital letters or _ + @. Any other @ is nginx's own (`@body` names a
+    // location) and is copied as it is.
+    auto name_char = [](char c) { return (c >= 'A' && c <= 'Z') || c == '_'; };
+    std::string config;
+    std::size_t at = 0;
+    while (at < config_template.size()) {
+        std::size_t start = config_template.find('@', at);
+        if (start == std::string_view::npos) {
+            config += config_template.substr(at);
+            break;
+        }
+        config += config_template.substr(at, start - at);
+        std::size_t end = start + 1;
+        while (end < config_template.size() && name_char(config_template[end])) {
+            ++end;
+        }
+        if (end == start + 1 || end == config_template.size() || config_template[end] != '@') {
+            config += '@';
+            at = start + 1;
+            continue;
+        }
+        std::string_view name = config_template.substr(start + 1, end - start - 1);
+        auto value = values.find(name);
+        if (value == values.end()) {
+            throw std::runtime_error("the nginx configuration template has an unknown placeholder @" +
+                                     std::string(name) + "@");
+        }
+        config += value->second;
+        at = end + 1;
+    }
+    return config;
 }
 
 }  // namespace sixways::lab

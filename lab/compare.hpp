@@ -3,10 +3,12 @@
 // is a pure function of its arguments, so it is tested without running anything; compare_main.cpp
 // starts the processes.
 //
-//   compare [N ...] [--delay 100ms] [--stages 01,04,...] [--url URL] [--peers] [--runs K] [--out DIR]
+//   compare [N ...] [--delay 100ms] [--concurrency C] [--stages 01,04,...] [--url URL]
+//           [--server lab|nginx] [--peers] [--runs K] [--out DIR]
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,7 +25,7 @@ struct Program {
         stage,      // build/bin/NN_name N --url URL --json
         yardstick,  // build/bin/yardstick N --url URL --json (reports bytes_received, no latency)
         aiohttp,    // python3 aiohttp_fetch.py N --url URL --json (lab/peers/)
-        ab,         // ab -n N -c N URL: ApacheBench's text report
+        ab,         // ab -n N -c C URL: ApacheBench's text report
     };
     Kind kind = Kind::stage;
     std::string label;            // the table's name for it: "04_callbacks", "yardstick (C, no parser)"
@@ -32,9 +34,16 @@ struct Program {
     bool one_at_a_time = false;   // 01_blocking: takes N x delay, so large N are skipped
 };
 
-// The command line that runs `program` for n requests against url, every request at once (stage 01
-// takes one at a time whatever it is told). argv[0] is the program's path.
-std::vector<std::string> command_line(const Program& program, std::size_t n, const std::string& url);
+// How many requests `program` has in flight at most when it fetches n times with --concurrency c
+// (0: every request at once): 1 for a one-at-a-time program (stage 01), otherwise c or n, whichever
+// is smaller, and never more than ab's limit of 20,000 for ab.
+std::size_t in_flight(const Program& program, std::size_t n, std::size_t concurrency);
+
+// The command line that runs `program` for n requests against url, at most `concurrency` at a time
+// (0: every request at once, as the stages do by default). Every program but a one-at-a-time one is
+// told the limit (`--concurrency C`; ab: `-c C`). argv[0] is the program's path.
+std::vector<std::string> command_line(const Program& program, std::size_t n,
+                                      std::size_t concurrency, const std::string& url);
 
 // One run, as the program reported it. CPU time and peak memory are the whole process's, which the
 // compare tool takes from wait4() for every program alike (an interpreter's start-up counts too).
@@ -61,19 +70,29 @@ RunReport read_ab_report(std::string_view text, std::size_t requested);
 // The median: the middle value, or the mean of the two middle ones. NaN for no values.
 double median(std::vector<double> values);
 
-// Whether a run would take too long to be worth waiting for: a one-at-a-time program needs about
-// n x delay. Returns the note for the table ("skipped: would take about 1000 s"), or nothing.
-std::optional<std::string> skip_note(const Program& program, std::size_t n, Duration delay,
+// How long a run should take against a server that waits `delay` before each answer: one delay
+// per round of in_flight() requests, so n x delay one at a time and one delay all at once.
+Duration expected_time(const Program& program, std::size_t n, std::size_t concurrency,
+                       Duration delay);
+
+// Whether a run would take too long to be worth waiting for: one that needs more than one round of
+// requests (stage 01, or a small --concurrency) and over `longest` in all. Returns the note for the
+// table ("skipped: would take about 1000 s"), or nothing.
+std::optional<std::string> skip_note(const Program& program, std::size_t n,
+                                     std::size_t concurrency, Duration delay,
                                      Duration longest = std::chrono::seconds(20));
 
 // How long one run may take before it is killed and counted as failed: a minute, plus three times
 // the time it should take.
-Duration time_limit(const Program& program, std::size_t n, Duration delay);
+Duration time_limit(const Program& program, std::size_t n, std::size_t concurrency,
+                    Duration delay);
 
 // One line of the table: a program at one N, over all its runs.
 struct Row {
     std::string program;
     std::size_t requests = 0;
+    std::size_t concurrency = 0;  // the most requests it was allowed in flight: in_flight()
+    std::string server;           // the server it fetched from: "lab", "nginx" ("" for --url)
     std::vector<RunReport> runs;  // the runs that produced a report
     std::size_t attempts = 0;     // runs tried (more than runs.size() when some failed)
     std::string note;             // why some or all runs are missing, e.g. "skipped: ..."
@@ -96,7 +115,10 @@ struct Row {
 // p99 ms, failed, note. Unknown values are "-".
 std::string format_table(const std::vector<Row>& rows);
 
-// The same rows as CSV (RFC 4180), with a header line; unknown values are empty.
+// The same rows as CSV (RFC 4180), with a header line; unknown values are empty. The columns:
+// program, requests, runs, wall_s, cpu_s, peak_mb, requests_per_s, p50_ms, p99_ms, failed, note,
+// concurrency, server (new columns go at the end, so scripts that read the older ones keep
+// working).
 std::string format_csv(const std::vector<Row>& rows);
 
 // Values for the table: three significant digits, at most three decimals ("0.104", "12.3", "1234").
@@ -113,5 +135,22 @@ struct PlotOptions {
 // (skipped or failed) breaks the line. A point where some requests failed is a hollow dot: its
 // time is not the time of N answers.
 std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options);
+
+// ---- nginx, to check that the lab server is not what limits a stage ----
+
+// What compare fills into lab/peers/nginx.conf.in to run nginx in place of the lab server.
+struct NginxSettings {
+    std::string prefix;       // a directory of its own: the pid file, the error log, temp files
+    std::string echo_module;  // the path of ngx_http_echo_module.so (it gives echo_sleep)
+    std::uint16_t port = 0;   // on 127.0.0.1
+    Duration delay{};         // how long `/` waits before its answer, as the lab server's --delay
+    long open_files = 0;      // worker_rlimit_nofile; worker_connections is a few less
+    int backlog = 0;          // the listen queue: the largest the system allows
+};
+
+// The template with every @NAME@ replaced: @PREFIX@, @ECHO_MODULE@, @PORT@, @DELAY_SECONDS@,
+// @OPEN_FILES@, @WORKER_CONNECTIONS@, @BACKLOG@. Throws std::runtime_error naming a placeholder the
+// template has that is none of these, so a typo cannot reach nginx.
+std::string nginx_config(std::string_view config_template, const NginxSettings& settings);
 
 }  // namespace sixways::lab

@@ -1,7 +1,8 @@
 // compare: runs every stage (and, with --peers, programs from outside the project) against a lab
 // server for each N, and prints the table the chapters quote.
 //
-//   compare [N ...] [--delay 100ms] [--stages 01,04,...] [--url URL] [--peers] [--runs K] [--out DIR]
+//   compare [N ...] [--delay 100ms] [--concurrency C] [--stages 01,04,...] [--url URL]
+//           [--server lab,nginx] [--peers] [--runs K] [--out DIR]
 //   compare --timeline TRACE.json [-o OUT.svg]
 //
 // The arithmetic and the output are in compare.cpp and compare_plot.cpp; the processes in
@@ -9,7 +10,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,38 +39,48 @@ namespace {
 
 using sixways::Duration;
 using sixways::lab::ChildOutcome;
+using sixways::lab::executable;
+using sixways::lab::on_path;
 using sixways::lab::Program;
 using sixways::lab::RunReport;
 using sixways::lab::Row;
 
 constexpr const char* usage =
-    "usage: compare [N ...] [--delay DURATION] [--stages LIST] [--url URL] [--peers] [--runs K]\n"
-    "               [--out DIR]\n"
+    "usage: compare [N ...] [--delay DURATION] [--concurrency C] [--stages LIST] [--url URL]\n"
+    "               [--server lab,nginx] [--peers] [--runs K] [--out DIR]\n"
     "       compare --timeline TRACE.json [-o OUT.svg]\n"
     "\n"
     "Starts a lab server (labserver, next to this program) on a free port, runs each stage with\n"
-    "--json for every N, all requests at once, and prints a Markdown table: wall time, CPU time,\n"
-    "peak memory, requests per second, latency p50/p99 and failures per program and N. Writes\n"
-    "results.csv and results.svg (wall time against N, log-log) into DIR.\n"
+    "--json for every N, all requests at once (or C at a time), and prints a Markdown table: wall\n"
+    "time, CPU time, peak memory, requests per second, latency p50/p99 and failures per program\n"
+    "and N. Writes results.csv and results.svg (wall time against N, log-log) into DIR.\n"
     "\n"
     "  N ...             request counts (default 10 100 1000 10000)\n"
-    "  --delay DURATION  the lab server's delay: 2, 2.5s, 250ms (default 100ms)\n"
+    "  --delay DURATION  the server's delay before each answer: 2, 2.5s, 250ms (default 100ms)\n"
+    "  --concurrency C   at most C requests in flight in every program (stages, yardstick and\n"
+    "                    aiohttp get --concurrency C, ab gets -c C); default: all N at once\n"
     "  --stages LIST     which programs, comma-separated: 01 ... 06 (or full names), yardstick,\n"
     "                    aiohttp, ab (default: the six stages and the yardstick, if built)\n"
     "  --url URL         measure against this server instead of starting one; --delay then only\n"
     "                    estimates how long stage 01 would take\n"
+    "  --server LIST     the servers to start: lab (the default), nginx, or lab,nginx to measure\n"
+    "                    against both, interleaved. nginx checks that the lab server is not what\n"
+    "                    limits the figures: one worker process (lab/peers/nginx.conf.in)\n"
+    "                    answering / after --delay with a 100-byte body like the lab server's;\n"
+    "                    needs nginx and libnginx-mod-http-echo\n"
     "  --peers           add Python's asyncio + aiohttp (lab/peers/aiohttp_fetch.py) and\n"
-    "                    ApacheBench (ab), when installed\n"
+    "                    ApacheBench (ab), when installed, to the programs --stages picks\n"
     "  --runs K          run everything K times, interleaved, and show medians (default 1)\n"
     "  --out DIR         where results.csv and results.svg go (default: the current directory)\n"
     "  --timeline TRACE  draw a stage's --trace file as an SVG timeline instead (-o: where; by\n"
     "                    default TRACE with .svg for .json)\n"
     "  -h, --help        this text\n"
     "\n"
-    "Stage 01 sends one request at a time, so it is skipped where N x delay is over 20 s. Each run\n"
-    "may take a minute plus three times its expected time; then it is killed and shown as failed.\n"
-    "Progress goes to stderr, only on a terminal. Ctrl-C stops the run in progress and the server,\n"
-    "and prints the table so far.\n";
+    "A program that needs more than one round of requests (stage 01 sends one at a time; a small\n"
+    "--concurrency) is skipped where its rounds x delay come to over 20 s. Each run may take a\n"
+    "minute plus three times its expected time; then it is killed and shown as failed. Progress\n"
+    "goes to stderr, only on a terminal. Ctrl-C stops the run in progress and the server, and\n"
+    "prints the table so far.\n";
 
 class UsageError : public std::runtime_error {
 public:
@@ -80,8 +90,10 @@ public:
 struct Options {
     std::vector<std::size_t> counts;
     Duration delay = std::chrono::milliseconds(100);
+    std::size_t concurrency = 0;      // --concurrency C; 0: every request at once
     std::vector<std::string> stages;  // as given to --stages; empty: the default set
-    std::string url;                  // empty: start a lab server
+    std::string url;                  // empty: start a server
+    std::vector<std::string> servers = {"lab"};  // which servers to start: "lab", "nginx"
     bool peers = false;
     std::size_t runs = 1;
     std::string out = ".";
@@ -114,6 +126,7 @@ std::vector<std::string> split(const std::string& text, char separator) {
 
 Options parse_options(const std::vector<std::string>& args) {
     Options options;
+    bool server_given = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
         std::string name = args[i];
         std::string value;
@@ -141,6 +154,24 @@ Options parse_options(const std::vector<std::string>& args) {
             } catch (const sixways::DurationError& error) {
                 throw UsageError(std::string("--delay: ") + error.what());
             }
+        } else if (name == "--concurrency") {
+            options.concurrency = parse_positive(take_value(), "--concurrency");
+        } else if (name == "--server") {
+            options.servers = split(take_value(), ',');
+            if (options.servers.empty()) {
+                throw UsageError("--server needs lab, nginx or both");
+            }
+            for (std::size_t k = 0; k < options.servers.size(); ++k) {
+                const std::string& server = options.servers[k];
+                if (server != "lab" && server != "nginx") {
+                    throw UsageError("--server: unknown server '" + server + "' (known: lab, nginx)");
+                }
+                if (std::find(options.servers.begin(), options.servers.begin() + k, server) !=
+                    options.servers.begin() + k) {
+                    throw UsageError("--server names " + server + " twice");
+                }
+            }
+            server_given = true;
         } else if (name == "--stages") {
             options.stages = split(take_value(), ',');
             if (options.stages.empty()) {
@@ -172,6 +203,12 @@ Options parse_options(const std::vector<std::string>& args) {
     if (!options.timeline_out.empty() && options.timeline.empty()) {
         throw UsageError("-o goes with --timeline");
     }
+    if (server_given && !options.url.empty()) {
+        throw UsageError("--server starts a server and --url names one: give one of them");
+    }
+    if (!options.url.empty()) {
+        options.servers.clear();  // none to start
+    }
     if (options.counts.empty()) {
         options.counts = {10, 100, 1000, 10000};
     }
@@ -180,28 +217,11 @@ Options parse_options(const std::vector<std::string>& args) {
 
 // ---- Finding the programs ----
 
-bool executable(const std::string& path) {
-    struct stat info{};
-    return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(path.c_str(), X_OK) == 0;
-}
-
 // The directory this program is in: the stages and the lab server are built next to it.
 std::string own_directory() {
     std::error_code error;
     std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
     return error ? std::string(".") : self.parent_path().string();
-}
-
-// `name` in the directories of $PATH, or "" when it is in none.
-std::string on_path(const std::string& name) {
-    const char* path = std::getenv("PATH");
-    for (const std::string& directory : split(path == nullptr ? "" : path, ':')) {
-        std::string candidate = directory + "/" + name;
-        if (executable(candidate)) {
-            return candidate;
-        }
-    }
-    return "";
 }
 
 // Debian's python3-aiohttp installs into the system Python, /usr/bin/python3, which is not always
@@ -275,7 +295,8 @@ std::vector<Program> find_programs(const Options& options, const std::string& bi
             missing.push_back("yardstick: not built (no " + bin + "/yardstick)");
         }
     }
-    if (wanted(options, "aiohttp", options.peers)) {
+    // --peers adds the peers to whatever --stages picked: "--stages 06,yardstick --peers".
+    if (options.peers || wanted(options, "aiohttp", false)) {
         std::string script = bin + "/peers/aiohttp_fetch.py";
         std::vector<std::string> tried;
         std::string python = python_with_aiohttp(tried);
@@ -294,7 +315,7 @@ std::vector<Program> find_programs(const Options& options, const std::string& bi
                                 false});
         }
     }
-    if (wanted(options, "ab", options.peers)) {
+    if (options.peers || wanted(options, "ab", false)) {
         std::string ab = on_path("ab");
         if (ab.empty()) {
             missing.push_back("ab: skipped, ApacheBench is not on PATH; on Debian: apt-get install "
@@ -377,11 +398,11 @@ std::string last_line(const std::string& text) {
 }
 
 // Runs `program` once; adds its report to `row`, or a note about why there is none.
-void run_once(const Program& program, std::size_t n, const std::string& url, Duration delay,
-              Row& row) {
-    Duration limit = sixways::lab::time_limit(program, n, delay);
-    ChildOutcome outcome =
-        sixways::lab::run_to_end(sixways::lab::command_line(program, n, url), limit, stop_pipe[0]);
+void run_once(const Program& program, std::size_t n, const std::string& url,
+              const Options& options, Row& row) {
+    Duration limit = sixways::lab::time_limit(program, n, options.concurrency, options.delay);
+    ChildOutcome outcome = sixways::lab::run_to_end(
+        sixways::lab::command_line(program, n, options.concurrency, url), limit, stop_pipe[0]);
     ++row.attempts;
     if (outcome.stopped) {
         row.note = "stopped by Ctrl-C";
@@ -475,29 +496,60 @@ int compare(const Options& options) {
 
     install_stop_handler();
     const std::string load_before = load_average();
-    std::optional<sixways::lab::LabServerProcess> server;
-    std::string url = options.url;
-    if (url.empty()) {
-        try {
-            server.emplace(bin + "/labserver", options.delay);
-        } catch (const std::exception& failure) {
-            std::cerr << "compare: " << failure.what() << "\n";
-            return 1;
+    // The servers: the lab server, nginx in its place or beside it, or the one --url names.
+    struct Target {
+        std::string server;  // "lab", "nginx", or "" for --url
+        std::string url;
+    };
+    std::vector<Target> targets;
+    std::optional<sixways::lab::LabServerProcess> lab_server;
+    std::optional<sixways::lab::NginxProcess> nginx;
+    if (!options.url.empty()) {
+        targets.push_back({"", options.url});
+    }
+    try {
+        for (const std::string& server : options.servers) {
+            if (server == "nginx") {
+                sixways::lab::NginxInstall install = sixways::lab::find_nginx();
+                if (!install.problem.empty()) {
+                    std::cerr << "compare: " << install.problem << "\n";
+                    return 1;
+                }
+                nginx.emplace(install, bin + "/peers/nginx.conf.in", options.delay);
+                targets.push_back({server, nginx->url()});
+            } else {
+                lab_server.emplace(bin + "/labserver", options.delay);
+                targets.push_back({server, lab_server->url()});
+            }
         }
-        url = server->url();
+    } catch (const std::exception& failure) {
+        std::cerr << "compare: " << failure.what() << "\n";
+        return 1;
     }
 
-    // One row per program and N, made before the runs so the table keeps this order.
+    // One row per N, program and server (04_callbacks @ lab next to 04_callbacks @ nginx), made
+    // before the runs so the table keeps this order; jobs[i] says what rows[i] runs, and where.
+    struct Job {
+        const Program* program;
+        const Target* target;
+    };
     std::vector<Row> rows;
+    std::vector<Job> jobs;
     for (std::size_t n : options.counts) {
         for (const Program& program : programs) {
-            Row row;
-            row.program = program.label;
-            row.requests = n;
-            if (auto skip = sixways::lab::skip_note(program, n, options.delay)) {
-                row.note = *skip;
+            for (const Target& target : targets) {
+                Row row;
+                row.program = program.label + (targets.size() > 1 ? " @ " + target.server : "");
+                row.requests = n;
+                row.concurrency = sixways::lab::in_flight(program, n, options.concurrency);
+                row.server = target.server;
+                if (auto skip =
+                        sixways::lab::skip_note(program, n, options.concurrency, options.delay)) {
+                    row.note = *skip;
+                }
+                rows.push_back(row);
+                jobs.push_back({&program, &target});
             }
-            rows.push_back(row);
         }
     }
 
@@ -512,19 +564,21 @@ int compare(const Options& options) {
     for (std::size_t run = 1; run <= options.runs && !stopped; ++run) {
         for (std::size_t i = 0; i < rows.size() && !stopped; ++i) {
             Row& row = rows[i];
-            const Program& program = programs[i % programs.size()];
             if (row.note.rfind("skipped", 0) == 0) {
                 continue;
             }
-            progress.show(program.label + ", N = " + std::to_string(row.requests) + ", run " +
+            progress.show(row.program + ", N = " + std::to_string(row.requests) + ", run " +
                           std::to_string(run) + " of " + std::to_string(options.runs));
-            run_once(program, row.requests, url, options.delay, row);
+            run_once(*jobs[i].program, row.requests, jobs[i].target->url, options, row);
             stopped = stop_requested();
         }
     }
     progress.erase();
-    if (server) {
-        server->stop();
+    if (lab_server) {
+        lab_server->stop();
+    }
+    if (nginx) {
+        nginx->stop();
     }
     // A row with some good runs shows their medians; its note says how many others failed.
     for (Row& row : rows) {
@@ -537,11 +591,26 @@ int compare(const Options& options) {
         }
     }
 
-    const bool lab = options.url.empty();
-    std::string heading =
-        "Each program fetched " + url + " N times, all requests at once (01_blocking: one at a time)";
-    heading += lab ? "; the lab server answered each after " + sixways::format_duration(options.delay)
-                   : "";
+    // "http://127.0.0.1:41234/", or "http://127.0.0.1:41234/ (lab) and http://127.0.0.1:5678/ (nginx)"
+    std::string where;
+    std::string names;  // "the lab server and nginx (one worker process)"
+    for (const Target& target : targets) {
+        where += (where.empty() ? "" : " and ") + target.url +
+                 (targets.size() > 1 ? " (" + target.server + ")" : "");
+        names += (names.empty() ? "" : " and ") +
+                 std::string(target.server == "nginx" ? "nginx (one worker process)"
+                                                      : "the lab server");
+    }
+    const bool started = options.url.empty();  // servers we started, so their delay is known
+    const std::string limit =
+        options.concurrency == 0 ? "all requests at once"
+                                 : "at most " + std::to_string(options.concurrency) +
+                                       " requests in flight";
+    std::string heading = "Each program fetched " + where + " N times, " + limit +
+                          " (01_blocking: one at a time)";
+    heading += started ? "; " + names + " answered each after " +
+                             sixways::format_duration(options.delay)
+                       : "";
     heading += options.runs > 1 ? ". Medians of " + std::to_string(options.runs) +
                                       " interleaved runs.\n\n"
                                 : ". One run each.\n\n";
@@ -561,11 +630,21 @@ int compare(const Options& options) {
         return 130;
     }
     sixways::lab::PlotOptions plot;
-    plot.title = "Wall time against N" +
-                 (lab ? " (lab server delay " + sixways::format_duration(options.delay) + ")"
-                      : std::string());
+    std::string about;  // "lab server delay 100 ms, at most 100 in flight"
+    if (started) {
+        for (const std::string& server : options.servers) {
+            about += (about.empty() ? "" : " and ") +
+                     std::string(server == "nginx" ? "nginx" : "lab server");
+        }
+        about += " delay " + sixways::format_duration(options.delay);
+    }
+    if (options.concurrency > 0) {
+        about += (about.empty() ? "" : ", ") + std::string("at most ") +
+                 std::to_string(options.concurrency) + " in flight";
+    }
+    plot.title = "Wall time against N" + (about.empty() ? "" : " (" + about + ")");
     plot.delay = options.delay;
-    plot.reference_lines = lab;
+    plot.reference_lines = started;
     std::filesystem::path out(options.out);
     bool written = write_file(out / "results.csv", sixways::lab::format_csv(rows)) &&
                    write_file(out / "results.svg", sixways::lab::plot_svg(rows, plot));

@@ -1,19 +1,28 @@
 #include "lab/compare_process.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "common/fetch.hpp"
+#include "lab/compare.hpp"
 
 namespace sixways::lab {
 
@@ -91,7 +100,40 @@ int milliseconds_until(Clock::time_point deadline) {
     return static_cast<int>(std::clamp<long long>(left, 0, 1000));
 }
 
+// Ends a server we started: SIGTERM, then SIGKILL if it has not exited within 5 s; reaps it. Until
+// it is reaped the id stays ours, so neither signal can reach another program.
+void terminate_child(pid_t pid) {
+    kill(pid, SIGTERM);
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(5);
+    int status = 0;
+    pid_t reaped = 0;
+    while ((reaped = waitpid(pid, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (reaped == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+}
+
 }  // namespace
+
+bool executable(const std::string& path) {
+    struct stat info{};
+    return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+std::string on_path(const std::string& name) {
+    const char* path = std::getenv("PATH");
+    std::stringstream directories(path == nullptr ? "" : path);
+    std::string directory;
+    while (std::getline(directories, directory, ':')) {
+        if (!directory.empty() && executable(directory + "/" + name)) {
+            return directory + "/" + name;
+        }
+    }
+    return "";
+}
 
 std::string ChildOutcome::describe(Duration limit) const {
     if (!start_error.empty()) {
@@ -227,19 +269,211 @@ void LabServerProcess::stop() {
     if (pid_ < 0) {
         return;
     }
-    kill(pid_, SIGTERM);
-    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(5);
-    int status = 0;
-    pid_t reaped = 0;
-    while ((reaped = waitpid(pid_, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (reaped == 0) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-    }
+    terminate_child(pid_);
     close(output_);
     pid_ = -1;
+}
+
+// ---- nginx ----
+
+namespace {
+
+// A port no one listens on now: bind port 0, read what the kernel gave, let it go. Another program
+// could take it before nginx does; then nginx says "Address already in use" and compare stops.
+std::uint16_t free_loopback_port() {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        throw std::runtime_error("nginx: " + errno_message("socket", errno));
+    }
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+        int error = errno;
+        close(fd);
+        throw std::runtime_error("nginx: " + errno_message("bind", error));
+    }
+    close(fd);
+    return ntohs(address.sin_port);
+}
+
+// The longest accept queue the system allows, as the lab server asks for (lab/labserver.cpp).
+int listen_backlog() {
+    std::ifstream file("/proc/sys/net/core/somaxconn");
+    int value = 0;
+    return file >> value && value > 0 ? value : SOMAXCONN;
+}
+
+// As many descriptors as nginx's worker may have: our hard limit, which it inherits (a root master
+// could raise it further; the clients are held to it anyway).
+long open_file_limit() {
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    const rlim_t most = 1 << 20;  // the kernel's usual nr_open, should the limit be "unlimited"
+    return static_cast<long>(std::min(limit.rlim_max, most));
+}
+
+// Whether something on 127.0.0.1:port answers GET `target` with `status` (one try, 1 s at most).
+bool answers(std::uint16_t port, const char* target, int status) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return false;
+    }
+    timeval second{1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &second, sizeof second);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &second, sizeof second);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    std::string reply;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+        const std::string request = std::string("GET ") + target +
+                                    " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+        if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(request.size())) {
+            char buffer[512];
+            ssize_t n;
+            while ((n = recv(fd, buffer, sizeof buffer, 0)) > 0 && reply.size() < 4096) {
+                reply.append(buffer, static_cast<std::size_t>(n));
+            }
+        }
+    }
+    close(fd);
+    return reply.rfind("HTTP/1.1 " + std::to_string(status) + " ", 0) == 0;
+}
+
+// The last non-empty line of a file, for an error message ("" when there is none).
+std::string last_line_of(const std::string& path) {
+    std::ifstream file(path);
+    std::string line, last;
+    while (std::getline(file, line)) {
+        if (!line.empty()) {
+            last = line;
+        }
+    }
+    return last;
+}
+
+}  // namespace
+
+NginxInstall find_nginx() {
+    NginxInstall install;
+    install.nginx = on_path("nginx");
+    if (install.nginx.empty() && executable("/usr/sbin/nginx")) {
+        install.nginx = "/usr/sbin/nginx";
+    }
+    if (install.nginx.empty()) {
+        install.problem = "nginx: not installed; on Debian: apt-get install nginx "
+                          "libnginx-mod-http-echo";
+        return install;
+    }
+    // `nginx -V` lists how it was built, "--modules-path=/usr/lib/nginx/modules" among the rest.
+    ChildOutcome version = run_to_end({install.nginx, "-V"}, std::chrono::seconds(10), -1);
+    const std::string said = version.err + version.out;
+    const std::string option = "--modules-path=";
+    std::string modules = "/usr/lib/nginx/modules";
+    if (std::size_t at = said.find(option); at != std::string::npos) {
+        at += option.size();
+        modules = said.substr(at, said.find_first_of(" \n", at) - at);
+    }
+    install.echo_module = modules + "/ngx_http_echo_module.so";
+    if (!std::filesystem::exists(install.echo_module)) {
+        install.problem = "nginx: its echo module is not installed (no " + install.echo_module +
+                          "); on Debian: apt-get install libnginx-mod-http-echo";
+    }
+    return install;
+}
+
+NginxProcess::NginxProcess(const NginxInstall& install, const std::string& config_template,
+                           Duration delay) {
+    std::ifstream file(config_template, std::ios::binary);
+    if (!file.is_open()) {
+        throw std::runtime_error("nginx: cannot read " + config_template);
+    }
+    std::stringstream text;
+    text << file.rdbuf();
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string directory = std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") +
+                            "/sixways-nginx-XXXXXX";
+    if (mkdtemp(directory.data()) == nullptr) {
+        throw std::runtime_error("nginx: " + errno_message("mkdtemp", errno));
+    }
+    prefix_ = directory + "/";
+
+    NginxSettings settings;
+    settings.prefix = prefix_;
+    settings.echo_module = install.echo_module;
+    settings.delay = delay;
+    settings.open_files = open_file_limit();
+    settings.backlog = listen_backlog();
+    std::string start_error;
+    try {
+        settings.port = free_loopback_port();
+        std::ofstream config(prefix_ + "nginx.conf", std::ios::binary);
+        config << nginx_config(text.str(), settings);
+        config.close();
+        if (!config) {
+            throw std::runtime_error("nginx: cannot write " + prefix_ + "nginx.conf");
+        }
+    } catch (...) {
+        stop();
+        throw;
+    }
+
+    // What it prints before its error log is open goes to a file beside that log. -e: that log
+    // from the start (otherwise it first opens the system's, /var/log/nginx/error.log).
+    const std::string output_path = prefix_ + "output.log";
+    int output = open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (output < 0) {
+        int error = errno;
+        stop();
+        throw std::runtime_error("nginx: " + output_path + ": " + errno_message("open", error));
+    }
+    pid_ = spawn({install.nginx, "-p", prefix_, "-c", prefix_ + "nginx.conf", "-e",
+                  prefix_ + "error.log"},
+                 output, output, start_error);
+    close(output);
+    if (pid_ < 0) {
+        stop();
+        throw std::runtime_error("nginx: " + start_error);
+    }
+
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
+    int status = 0;
+    while (Clock::now() < deadline) {
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;  // it exited (a bad configuration, a port already taken): reaped
+            break;
+        }
+        if (answers(settings.port, "/status/204", 204)) {
+            url_ = "http://127.0.0.1:" + std::to_string(settings.port) + "/";
+            return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::string said = last_line_of(prefix_ + "error.log");
+    if (said.empty()) {
+        said = last_line_of(output_path);
+    }
+    stop();
+    throw std::runtime_error("nginx did not start" + (said.empty() ? "" : ": " + said));
+}
+
+NginxProcess::~NginxProcess() { stop(); }
+
+void NginxProcess::stop() {
+    if (pid_ >= 0) {
+        terminate_child(pid_);
+        pid_ = -1;
+    }
+    if (!prefix_.empty()) {
+        std::error_code ignored;  // a directory left in /tmp is not worth failing for
+        std::filesystem::remove_all(prefix_, ignored);
+        prefix_.clear();
+    }
 }
 
 }  // namespace sixways::lab

@@ -1,7 +1,7 @@
 // Child processes for the compare tool: run a program to its end with a time limit (its output, its
-// exit, its CPU time and peak memory), and keep a lab server running in the background. Every child
-// is ended by its own process id and reaped by us, so an id we signal can never belong to another
-// program.
+// exit, its CPU time and peak memory), and keep a server (the lab server, or nginx in its place)
+// running in the background. Every child is ended by its own process id and reaped by us, so an id
+// we signal can never belong to another program.
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +12,12 @@
 #include "common/duration.hpp"
 
 namespace sixways::lab {
+
+// Whether `path` is a regular file we may execute.
+bool executable(const std::string& path);
+
+// `name` in the directories of $PATH, or "" when it is in none.
+std::string on_path(const std::string& name);
 
 struct ChildOutcome {
     std::string out;            // everything it wrote to stdout
@@ -55,6 +61,39 @@ private:
     // or two more at most (its descriptor limit, running out of descriptors), which the pipe's
     // 64 KiB hold without ever blocking it.
     int output_ = -1;
+    std::string url_;
+};
+
+// Where nginx and its echo module are, or why they cannot be used.
+struct NginxInstall {
+    std::string nginx;        // the program: on PATH, or /usr/sbin/nginx (not on every user's PATH)
+    std::string echo_module;  // ngx_http_echo_module.so, in the modules directory `nginx -V` names
+    std::string problem;      // empty when both were found, else what to install
+};
+NginxInstall find_nginx();
+
+// nginx in place of the lab server, in the background, for as long as this object lives: one
+// worker process on 127.0.0.1 and a free port, configured from lab/peers/nginx.conf.in (see there)
+// in a new directory under $TMPDIR (or /tmp), which stop() removes.
+class NginxProcess {
+public:
+    // Starts it and waits (up to 10 s) until it answers /status/204. Throws std::runtime_error with
+    // what it said (the last line of its error log) if it does not get there.
+    NginxProcess(const NginxInstall& install, const std::string& config_template, Duration delay);
+    ~NginxProcess();  // stop()
+
+    NginxProcess(const NginxProcess&) = delete;
+    NginxProcess& operator=(const NginxProcess&) = delete;
+
+    const std::string& url() const { return url_; }
+
+    // SIGTERM (nginx's fast shutdown: the master ends its worker, then itself), then SIGKILL if it
+    // has not exited within 5 s; reaps it and removes its directory. Safe to call twice.
+    void stop();
+
+private:
+    pid_t pid_ = -1;
+    std::string prefix_;  // its directory, with a trailing slash, as nginx -p wants it
     std::string url_;
 };
 

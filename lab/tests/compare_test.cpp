@@ -19,6 +19,7 @@
 #include "lab/compare_process.hpp"
 #include "lab/svg.hpp"
 #include "lab/tests/svg_check.hpp"
+#include "lab/tests/test_client.hpp"
 
 namespace sixways::lab {
 namespace {
@@ -62,22 +63,58 @@ Row row_of(const std::string& program, std::size_t n, std::vector<RunReport> run
 // ---- What each program is run as ----
 
 TEST(CommandLine, RunsAStageWithJsonAndEveryRequestAtOnce) {
-    EXPECT_THAT(command_line(stage("04_callbacks"), 1000, "http://127.0.0.1:1234/"),
+    EXPECT_THAT(command_line(stage("04_callbacks"), 1000, 0, "http://127.0.0.1:1234/"),
                 ElementsAre("/bin/04_callbacks", "1000", "--url", "http://127.0.0.1:1234/", "--json"));
 }
 
 TEST(CommandLine, RunsTheAiohttpScriptWithTheInterpreterThatHasAiohttp) {
     Program peer{Program::Kind::aiohttp, "aiohttp", "/usr/bin/python3", "/x/aiohttp_fetch.py", false};
-    EXPECT_THAT(command_line(peer, 10, "http://h:1/"),
+    EXPECT_THAT(command_line(peer, 10, 0, "http://h:1/"),
                 ElementsAre("/usr/bin/python3", "/x/aiohttp_fetch.py", "10", "--url", "http://h:1/",
                             "--json"));
 }
 
 TEST(CommandLine, RunsApacheBenchWithAllRequestsInFlightUpToItsLimit) {
     Program ab{Program::Kind::ab, "ab", "/usr/bin/ab", "", false};
-    EXPECT_THAT(command_line(ab, 100, "http://h:1/"),
+    EXPECT_THAT(command_line(ab, 100, 0, "http://h:1/"),
                 ElementsAre("/usr/bin/ab", "-n", "100", "-c", "100", "-r", "-s", "10", "http://h:1/"));
-    EXPECT_EQ(command_line(ab, 50000, "http://h:1/")[4], "20000");
+    EXPECT_EQ(command_line(ab, 50000, 0, "http://h:1/")[4], "20000");
+}
+
+TEST(CommandLine, PassesTheConcurrencyToEveryProgramThatTakesIt) {
+    EXPECT_THAT(command_line(stage("06_coroutines"), 50000, 1000, "http://h:1/"),
+                ElementsAre("/bin/06_coroutines", "50000", "--url", "http://h:1/", "--json",
+                            "--concurrency", "1000"));
+    Program yardstick{Program::Kind::yardstick, "yardstick", "/bin/yardstick", "", false};
+    EXPECT_THAT(command_line(yardstick, 50000, 1000, "http://h:1/"),
+                ElementsAre("/bin/yardstick", "50000", "--url", "http://h:1/", "--json",
+                            "--concurrency", "1000"));
+    Program peer{Program::Kind::aiohttp, "aiohttp", "/usr/bin/python3", "/x/aiohttp_fetch.py", false};
+    EXPECT_THAT(command_line(peer, 50000, 1000, "http://h:1/"),
+                ElementsAre("/usr/bin/python3", "/x/aiohttp_fetch.py", "50000", "--url",
+                            "http://h:1/", "--json", "--concurrency", "1000"));
+    Program ab{Program::Kind::ab, "ab", "/usr/bin/ab", "", false};
+    EXPECT_THAT(command_line(ab, 50000, 1000, "http://h:1/"),
+                ElementsAre("/usr/bin/ab", "-n", "50000", "-c", "1000", "-r", "-s", "10",
+                            "http://h:1/"));
+}
+
+TEST(CommandLine, GivesAbNoMoreInFlightThanRequestsAndTellsStageOneNothing) {
+    Program ab{Program::Kind::ab, "ab", "/usr/bin/ab", "", false};
+    EXPECT_EQ(command_line(ab, 10, 1000, "http://h:1/")[4], "10");  // ab refuses -c over -n
+    EXPECT_THAT(command_line(stage("01_blocking", true), 10, 1000, "http://h:1/"),
+                ElementsAre("/bin/01_blocking", "10", "--url", "http://h:1/", "--json"));
+}
+
+TEST(InFlight, IsTheConcurrencyOrNWhicheverIsSmallerAndOneForStageOne) {
+    EXPECT_EQ(in_flight(stage("04_callbacks"), 10000, 0), 10000u);
+    EXPECT_EQ(in_flight(stage("04_callbacks"), 10000, 100), 100u);
+    EXPECT_EQ(in_flight(stage("04_callbacks"), 10, 100), 10u);
+    EXPECT_EQ(in_flight(stage("01_blocking", true), 10000, 0), 1u);
+    EXPECT_EQ(in_flight(stage("01_blocking", true), 10000, 100), 1u);
+    Program ab{Program::Kind::ab, "ab", "/usr/bin/ab", "", false};
+    EXPECT_EQ(in_flight(ab, 50000, 0), 20000u);
+    EXPECT_EQ(in_flight(ab, 50000, 30000), 20000u);
 }
 
 // ---- Reading the reports ----
@@ -171,19 +208,31 @@ TEST(Median, IsTheMiddleValueOrTheMeanOfTheTwoMiddleOnes) {
 
 TEST(SkipNote, SkipsOneAtATimeWhenNTimesDelayIsOverTwentySeconds) {
     const Program blocking = stage("01_blocking", true);
-    EXPECT_EQ(skip_note(blocking, 200, milliseconds(100)), std::nullopt);  // 20 s: still run
-    EXPECT_EQ(skip_note(blocking, 1000, milliseconds(100)), "skipped: would take about 100 s");
-    EXPECT_EQ(skip_note(blocking, 10000, milliseconds(100)), "skipped: would take about 1000 s");
-    EXPECT_EQ(skip_note(blocking, 10000, milliseconds(0)), std::nullopt);
+    EXPECT_EQ(skip_note(blocking, 200, 0, milliseconds(100)), std::nullopt);  // 20 s: still run
+    EXPECT_EQ(skip_note(blocking, 1000, 0, milliseconds(100)), "skipped: would take about 100 s");
+    EXPECT_EQ(skip_note(blocking, 10000, 0, milliseconds(100)), "skipped: would take about 1000 s");
+    EXPECT_EQ(skip_note(blocking, 10000, 0, milliseconds(0)), std::nullopt);
 }
 
 TEST(SkipNote, NeverSkipsAProgramThatSendsEverythingAtOnce) {
-    EXPECT_EQ(skip_note(stage("04_callbacks"), 1'000'000, seconds(1)), std::nullopt);
+    EXPECT_EQ(skip_note(stage("04_callbacks"), 1'000'000, 0, seconds(1)), std::nullopt);
+    EXPECT_EQ(skip_note(stage("04_callbacks"), 100, 100, seconds(30)), std::nullopt);
+}
+
+TEST(SkipNote, SkipsWhenTheConcurrencyMakesTooManyRounds) {
+    // 10,000 requests 10 at a time: 1000 rounds of 100 ms.
+    EXPECT_EQ(skip_note(stage("04_callbacks"), 10000, 10, milliseconds(100)),
+              "skipped: would take about 100 s");
+    EXPECT_EQ(skip_note(stage("04_callbacks"), 10000, 1000, milliseconds(100)), std::nullopt);
 }
 
 TEST(TimeLimit, IsAMinutePlusThreeTimesTheExpectedTime) {
-    EXPECT_EQ(time_limit(stage("01_blocking", true), 100, milliseconds(100)), seconds(90));
-    EXPECT_EQ(time_limit(stage("04_callbacks"), 10000, milliseconds(100)), milliseconds(60300));
+    EXPECT_EQ(time_limit(stage("01_blocking", true), 100, 0, milliseconds(100)), seconds(90));
+    EXPECT_EQ(time_limit(stage("04_callbacks"), 10000, 0, milliseconds(100)), milliseconds(60300));
+    // 10,000 at most 1000 at a time: 10 rounds of 100 ms, 1 s.
+    EXPECT_EQ(time_limit(stage("04_callbacks"), 10000, 1000, milliseconds(100)), seconds(63));
+    EXPECT_EQ(time_limit(stage("04_callbacks"), 10001, 1000, milliseconds(100)),
+              milliseconds(63300));  // a last, short round takes a delay too
 }
 
 // ---- Rows ----
@@ -231,12 +280,17 @@ TEST(FormatValue, KeepsThreeSignificantDigits) {
 // ---- The table and the CSV ----
 
 std::vector<Row> sample_rows() {
-    return {
+    std::vector<Row> rows = {
         row_of("01_blocking", 10, {run_of(1.02)}),
         row_of("yardstick (C, no parser)", 10, {run_of(0.104, 0, std::nullopt, std::nullopt)}),
         row_of("01_blocking", 1000, {}, "skipped: would take about 100 s"),
         row_of("yardstick (C, no parser)", 1000, {run_of(0.25, 3, std::nullopt, std::nullopt)}),
     };
+    for (Row& row : rows) {
+        row.concurrency = row.program == "01_blocking" ? 1 : row.requests;
+        row.server = "lab";
+    }
+    return rows;
 }
 
 TEST(FormatTable, IsAMarkdownTableGroupedByN) {
@@ -265,17 +319,20 @@ TEST(FormatCsv, HasAHeaderAndOneLinePerRowWithEmptyUnknowns) {
         all.push_back(line);
     }
     ASSERT_EQ(all.size(), 5u);
+    // The columns of old first, so that a script reading them by position still works;
+    // concurrency and server came later, at the end.
     EXPECT_EQ(all[0], "program,requests,runs,wall_s,cpu_s,peak_mb,requests_per_s,p50_ms,p99_ms,"
-                      "failed,note");
-    EXPECT_EQ(all[1], "01_blocking,10,1,1.02,0.102,2,9.80392,100,110,0,");
-    EXPECT_EQ(all[3], "01_blocking,1000,0,,,,,,,,skipped: would take about 100 s");
+                      "failed,note,concurrency,server");
+    EXPECT_EQ(all[1], "01_blocking,10,1,1.02,0.102,2,9.80392,100,110,0,,1,lab");
+    EXPECT_EQ(all[3], "01_blocking,1000,0,,,,,,,,skipped: would take about 100 s,1,lab");
     // A program name with a comma is quoted.
     EXPECT_THAT(all[2], StartsWith("\"yardstick (C, no parser)\",10,1,0.104,"));
+    EXPECT_THAT(all[4], ::testing::EndsWith(",3,,1000,lab"));
 }
 
 TEST(FormatCsv, QuotesFieldsWithCommasAndDoublesTheirQuotes) {
     std::string csv = format_csv({row_of("x", 1, {}, "failed: exit 1: said \"no\", twice")});
-    EXPECT_THAT(csv, HasSubstr(",\"failed: exit 1: said \"\"no\"\", twice\"\n"));
+    EXPECT_THAT(csv, HasSubstr(",\"failed: exit 1: said \"\"no\"\", twice\",0,\n"));
 }
 
 // ---- The plot ----
@@ -432,7 +489,8 @@ TEST(CompareBinary, RunsTwoStagesAndWritesTheTableCsvAndPlot) {
     std::getline(csv, second);
     EXPECT_THAT(first, StartsWith("01_blocking,2,1,"));
     EXPECT_THAT(second, StartsWith("04_callbacks,2,1,"));
-    EXPECT_THAT(first, ::testing::EndsWith(",0,")) << "no failures, no note";
+    EXPECT_THAT(first, ::testing::EndsWith(",0,,1,lab")) << "no failures, no note, one at a time";
+    EXPECT_THAT(second, ::testing::EndsWith(",0,,2,lab")) << "both requests at once";
     EXPECT_FALSE(std::getline(csv, extra));
 
     std::ifstream plot(out / "results.svg");
@@ -450,6 +508,217 @@ TEST(CompareBinary, BadUsageExitsTwoAndSaysWhy) {
     run = run_to_end({COMPARE_BINARY, "0"}, seconds(30), -1);
     EXPECT_EQ(run.exit_code, 2);
     EXPECT_THAT(run.err, HasSubstr("N must be a whole number from 1"));
+}
+
+TEST(CompareBinary, RejectsAConcurrencyThatIsNotAPositiveWholeNumber) {
+    for (const char* bad : {"0", "-3", "abc", "10x", ""}) {
+        ChildOutcome run = run_to_end({COMPARE_BINARY, "--concurrency", bad}, seconds(30), -1);
+        EXPECT_EQ(run.exit_code, 2) << bad;
+        EXPECT_THAT(run.err, HasSubstr("--concurrency")) << bad;
+        EXPECT_EQ(run.out, "") << bad;  // nothing was measured
+    }
+    ChildOutcome run = run_to_end({COMPARE_BINARY, "--concurrency"}, seconds(30), -1);
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_THAT(run.err, HasSubstr("option --concurrency needs a value"));
+}
+
+TEST(CompareBinary, RejectsAnUnknownServerARepeatedOneAndAServerWithAUrl) {
+    ChildOutcome run = run_to_end({COMPARE_BINARY, "--server", "lab,apache"}, seconds(30), -1);
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_THAT(run.err, HasSubstr("--server: unknown server 'apache' (known: lab, nginx)"));
+    run = run_to_end({COMPARE_BINARY, "--server", "nginx,nginx"}, seconds(30), -1);
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_THAT(run.err, HasSubstr("--server names nginx twice"));
+    run = run_to_end({COMPARE_BINARY, "--server", "nginx", "--url", "http://127.0.0.1:1/"},
+                     seconds(30), -1);
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_THAT(run.err, HasSubstr("give one of them"));
+}
+
+TEST(CompareBinary, HelpNamesTheConcurrencyAndTheServer) {
+    ChildOutcome run = run_to_end({COMPARE_BINARY, "--help"}, seconds(30), -1);
+    EXPECT_EQ(run.exit_code, 0);
+    EXPECT_THAT(run.out, HasSubstr("--concurrency C"));
+    EXPECT_THAT(run.out, HasSubstr("--server"));
+}
+
+// The limit reaches the stage and the table: its heading and the CSV's last column.
+TEST(CompareBinary, RunsAStageWithTheConcurrencyGiven) {
+    const std::filesystem::path bin = std::filesystem::path(COMPARE_BINARY).parent_path();
+    if (!std::filesystem::exists(bin / "04_callbacks")) {
+        GTEST_SKIP() << "04_callbacks is not built next to compare";
+    }
+    const std::filesystem::path out = std::filesystem::path(::testing::TempDir()) /
+                                      ("compare_concurrency_" + std::to_string(getpid()));
+    std::filesystem::remove_all(out);
+    ChildOutcome run = run_to_end({COMPARE_BINARY, "6", "--stages", "04", "--delay", "0",
+                                   "--concurrency", "2", "--out", out.string()},
+                                  seconds(120), -1);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr("N times, at most 2 requests in flight"));
+    EXPECT_THAT(run.out, HasSubstr("| 04_callbacks | 6 |"));
+    std::ifstream csv(out / "results.csv");
+    std::string header, row;
+    std::getline(csv, header);
+    std::getline(csv, row);
+    EXPECT_THAT(header, ::testing::EndsWith(",note,concurrency,server"));
+    EXPECT_THAT(row, StartsWith("04_callbacks,6,1,"));
+    EXPECT_THAT(row, ::testing::EndsWith(",0,,2,lab"));
+    std::filesystem::remove_all(out);
+}
+
+// --peers adds ab and aiohttp to what --stages picked: each is measured, or named as not installed.
+TEST(CompareBinary, AddsThePeersToTheStagesPicked) {
+    const std::filesystem::path bin = std::filesystem::path(COMPARE_BINARY).parent_path();
+    if (!std::filesystem::exists(bin / "04_callbacks")) {
+        GTEST_SKIP() << "04_callbacks is not built next to compare";
+    }
+    const std::filesystem::path out = std::filesystem::path(::testing::TempDir()) /
+                                      ("compare_peers_" + std::to_string(getpid()));
+    ChildOutcome run = run_to_end({COMPARE_BINARY, "2", "--stages", "04", "--peers", "--delay",
+                                   "0", "--out", out.string()},
+                                  seconds(120), -1);
+    EXPECT_THAT(run.out, HasSubstr("| 04_callbacks | 2 |"));
+    EXPECT_THAT(run.out, ::testing::AnyOf(HasSubstr("| ab (ApacheBench) | 2 |"),
+                                          HasSubstr("Not measured: ab: skipped")));
+    EXPECT_THAT(run.out, ::testing::AnyOf(HasSubstr("| aiohttp (Python asyncio) | 2 |"),
+                                          HasSubstr("Not measured: aiohttp: skipped")));
+    std::filesystem::remove_all(out);
+}
+
+// ---- nginx in place of the lab server ----
+
+NginxSettings sample_settings() {
+    NginxSettings settings;
+    settings.prefix = "/tmp/x/";
+    settings.echo_module = "/m/ngx_http_echo_module.so";
+    settings.port = 8123;
+    settings.delay = milliseconds(100);
+    settings.open_files = 20000;
+    settings.backlog = 4096;
+    return settings;
+}
+
+TEST(NginxConfig, FillsEveryPlaceholderAndLeavesNginxsOwnAtSignsAlone) {
+    EXPECT_EQ(nginx_config("pid @PREFIX@nginx.pid; listen 127.0.0.1:@PORT@ backlog=@BACKLOG@;\n"
+                           "echo_sleep @DELAY_SECONDS@; echo_exec @body; a@b @ @@\n"
+                           "worker_rlimit_nofile @OPEN_FILES@; worker_connections "
+                           "@WORKER_CONNECTIONS@; load_module @ECHO_MODULE@;",
+                           sample_settings()),
+              "pid /tmp/x/nginx.pid; listen 127.0.0.1:8123 backlog=4096;\n"
+              "echo_sleep 0.100; echo_exec @body; a@b @ @@\n"
+              "worker_rlimit_nofile 20000; worker_connections 19968; "
+              "load_module /m/ngx_http_echo_module.so;");
+}
+
+TEST(NginxConfig, GivesTheDelayInSecondsWithMillisecondsAndZeroAsZero) {
+    NginxSettings settings = sample_settings();
+    settings.delay = milliseconds(2500);
+    EXPECT_EQ(nginx_config("@DELAY_SECONDS@", settings), "2.500");
+    settings.delay = {};
+    EXPECT_EQ(nginx_config("@DELAY_SECONDS@", settings), "0.000");
+}
+
+TEST(NginxConfig, RejectsAnUnknownPlaceholder) {
+    EXPECT_THROW(nginx_config("listen @PROT@;", sample_settings()), std::runtime_error);
+}
+
+TEST(NginxConfig, TheTemplateRunsOneWorkerWithoutAccessLogAndLeavesNoPlaceholder) {
+    std::ifstream file(NGINX_CONFIG_TEMPLATE);
+    ASSERT_TRUE(file.is_open()) << NGINX_CONFIG_TEMPLATE;
+    std::stringstream text;
+    text << file.rdbuf();
+    std::string config = nginx_config(text.str(), sample_settings());
+    EXPECT_THAT(config, HasSubstr("\nworker_processes 1;"));
+    EXPECT_THAT(config, HasSubstr("\ndaemon off;"));
+    EXPECT_THAT(config, HasSubstr("access_log off;"));
+    EXPECT_THAT(config, HasSubstr("load_module /m/ngx_http_echo_module.so;"));
+    EXPECT_THAT(config, HasSubstr("listen 127.0.0.1:8123 backlog=4096;"));
+    EXPECT_THAT(config, HasSubstr("echo_sleep 0.100;"));
+    EXPECT_THAT(config, HasSubstr("worker_rlimit_nofile 20000;"));
+    EXPECT_EQ(config.find("@PREFIX@"), std::string::npos);
+    EXPECT_EQ(config.find("/tmp/x/nginx.pid"), config.find("/tmp/x/"));  // the first use: pid
+}
+
+std::uint16_t port_of(const std::string& url) {
+    // "http://127.0.0.1:PORT/"
+    std::size_t colon = url.rfind(':');
+    return static_cast<std::uint16_t>(std::stoi(url.substr(colon + 1)));
+}
+
+TEST(NginxProcess, AnswersTheDelayedPathLikeTheLabServerAndIsGoneAfterStop) {
+    NginxInstall install = find_nginx();
+    if (!install.problem.empty()) {
+        GTEST_SKIP() << install.problem;
+    }
+    NginxProcess nginx(install, NGINX_CONFIG_TEMPLATE, milliseconds(50));
+    EXPECT_THAT(nginx.url(), StartsWith("http://127.0.0.1:"));
+    const std::uint16_t port = port_of(nginx.url());
+
+    test::Reply reply = test::fetch(port, "/");
+    EXPECT_EQ(reply.status, 200) << reply.error;
+    EXPECT_EQ(reply.header("content-length"), "100");
+    EXPECT_EQ(reply.header("connection"), "close");
+    EXPECT_EQ(reply.header("content-type"), "text/plain; charset=utf-8");
+    EXPECT_FALSE(reply.header("x-request-id").empty());
+    EXPECT_FALSE(reply.chunked);
+    EXPECT_EQ(reply.body.size(), 100u);
+    EXPECT_THAT(reply.body, StartsWith("path=/ server=nginx\n"));
+    EXPECT_EQ(test::fetch(port, "/status/204").status, 204);
+
+    nginx.stop();
+    test::Reply after = test::fetch(port, "/status/204");
+    EXPECT_EQ(after.status, 0) << "nginx still answers on port " << port;
+    nginx.stop();  // twice is harmless
+}
+
+TEST(NginxProcess, SaysWhyWhenNginxCannotStart) {
+    NginxInstall install = find_nginx();
+    if (!install.problem.empty()) {
+        GTEST_SKIP() << install.problem;
+    }
+    install.echo_module = "/nonexistent/ngx_http_echo_module.so";
+    try {
+        NginxProcess nginx(install, NGINX_CONFIG_TEMPLATE, milliseconds(50));
+        ADD_FAILURE() << "nginx started without its echo module";
+    } catch (const std::runtime_error& error) {
+        EXPECT_THAT(error.what(), HasSubstr("nginx did not start"));
+        EXPECT_THAT(error.what(), HasSubstr("/nonexistent/ngx_http_echo_module.so"));
+    }
+}
+
+// Both servers, one table: each row says which server it went to.
+TEST(CompareBinary, MeasuresAStageAgainstTheLabServerAndNginx) {
+    const std::filesystem::path bin = std::filesystem::path(COMPARE_BINARY).parent_path();
+    NginxInstall install = find_nginx();
+    if (!install.problem.empty()) {
+        GTEST_SKIP() << install.problem;
+    }
+    if (!std::filesystem::exists(bin / "04_callbacks")) {
+        GTEST_SKIP() << "04_callbacks is not built next to compare";
+    }
+    const std::filesystem::path out = std::filesystem::path(::testing::TempDir()) /
+                                      ("compare_nginx_" + std::to_string(getpid()));
+    std::filesystem::remove_all(out);
+    ChildOutcome run = run_to_end({COMPARE_BINARY, "3", "--stages", "04", "--server", "lab,nginx",
+                                   "--delay", "10ms", "--out", out.string()},
+                                  seconds(120), -1);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr("the lab server and nginx (one worker process) answered each "
+                                   "after 10 ms"));
+    EXPECT_THAT(run.out,
+                ::testing::ContainsRegex("\\| 04_callbacks @ lab \\| 3 \\|.*\\| 0 \\|  \\|"));
+    EXPECT_THAT(run.out,
+                ::testing::ContainsRegex("\\| 04_callbacks @ nginx \\| 3 \\|.*\\| 0 \\|  \\|"));
+    std::ifstream csv(out / "results.csv");
+    std::string header, lab, nginx;
+    std::getline(csv, header);
+    std::getline(csv, lab);
+    std::getline(csv, nginx);
+    EXPECT_THAT(lab, StartsWith("04_callbacks @ lab,3,1,"));
+    EXPECT_THAT(lab, ::testing::EndsWith(",lab"));
+    EXPECT_THAT(nginx, ::testing::EndsWith(",nginx"));
+    std::filesystem::remove_all(out);
 }
 
 }  // namespace
