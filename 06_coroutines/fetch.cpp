@@ -52,11 +52,7 @@ Task<void> exchange(EventLoop& loop, const Request& request, std::size_t body_ca
     for (const Address& address : request.addresses) {
         try {
             Socket attempt = Socket::open(address.family());  // EMFILE: out of descriptors
-            // Named before it is awaited: a by-value Address argument (an aggregate) written inside
-            // the co_await expression would be a temporary living across the suspension, which
-            // g++ 12 may destroy twice (GCC PR 107288).
-            Task<void> connecting = sock_connect(loop, attempt.fd(), address);
-            co_await std::move(connecting);
+            co_await sock_connect(loop, attempt.fd(), address);
             socket = std::move(attempt);
             break;
         } catch (const SocketError& error) {
@@ -111,30 +107,19 @@ void fail(Result& result, ErrorKind kind, std::string message) {
     result.error_message = std::move(message);
 }
 
-// One request as fetch_all runs it: wait for a slot if there is a limit, fetch, report. Parameters
-// by value, as for every coroutine that runs later, except `slots`: fetch_all's Semaphore (null
-// when there is no limit), which outlives every task because the loop runs, and is destroyed,
-// inside fetch_all.
-Task<Result> fetch_and_report(EventLoop& loop, Request request, std::size_t index, Options options,
-                              Semaphore* slots) {
-    std::optional<Semaphore::Guard> slot;
-    if (slots != nullptr) slot.emplace(co_await slots->guard());
-    Task<Result> fetching = fetch(loop, std::move(request), options);  // named first: see exchange()
-    Result result = co_await std::move(fetching);
-    if (options.on_result) options.on_result(index, result);
-    co_return result;
-    // `slot` releases here: the next waiting request starts.
-}
-
 }  // namespace
 
-Task<Result> fetch(EventLoop& loop, Request request, Options options) {
+Task<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index,
+                   Semaphore* slots) {
+    std::optional<Semaphore::Guard> slot;
+    if (slots != nullptr) slot.emplace(co_await slots->guard());
     Result result;
     const char* phase = "connecting";
     result.timing.start = Clock::now();
     try {
-        Task<void> exchanging = exchange(loop, request, options.body_cap, result, phase);
-        co_await wait_for(loop, std::move(exchanging), options.timeout);
+        // wait_for starts exchange() at once, inside this step: the clock and the deadline start
+        // as the connect does.
+        co_await wait_for(loop, exchange(loop, request, options.body_cap, result, phase), options.timeout);
     } catch (const TimeoutError&) {
         fail(result, ErrorKind::timeout, timeout_message(options.timeout, phase));
     } catch (const FetchError& error) {
@@ -145,9 +130,13 @@ Task<Result> fetch(EventLoop& loop, Request request, Options options) {
         fail(result, kind_for(error.code().value(), phase), error.what());
     }
     result.timing.done = Clock::now();
+    if (options.on_result) options.on_result(index, result);
     co_return result;
+    // `slot` releases here: the next waiting request starts.
 }
 
+// fetch_all's requests, options and Semaphore outlive every task, as fetch requires: the loop runs
+// to the end, and is destroyed with every task, inside this function.
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options) {
     EventLoop loop;
     std::optional<Semaphore> slots;
@@ -155,7 +144,7 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
     std::vector<Task<Result>> tasks;
     tasks.reserve(requests.size());
     for (std::size_t index = 0; index < requests.size(); ++index) {
-        Task<Result> task = fetch_and_report(loop, requests[index], index, options, slots ? &*slots : nullptr);
+        Task<Result> task = fetch(loop, requests[index], options, index, slots ? &*slots : nullptr);
         tasks.push_back(loop.create_task(std::move(task), "request " + std::to_string(index)));
     }
     return loop.run_until_complete(gather(loop, std::move(tasks)));

@@ -3,11 +3,12 @@
 // Stage 05 wrote the fetch top to bottom again, as a generator that yields what it waits for, but
 // a generator cannot hand its waiting to a sub-generator: the loop knew about descriptors and
 // deadlines, and everything else was done by hand. Here `co_await` composes. The fetch awaits
-// sock_connect, sock_sendall and sock_recv, which are coroutines themselves; the deadline is
-// wait_for around the whole exchange; the concurrency limit is a Semaphore; all requests together
+// sock_connect, sock_sendall and sock_recv, futures that the socket completes; the deadline is
+// wait_for around the whole exchange, a coroutine of its own; the concurrency limit is a Semaphore; all requests together
 // are one gather. The loop underneath (event_loop.hpp) knows nothing of HTTP.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "06_coroutines/event_loop.hpp"
@@ -16,10 +17,16 @@
 
 namespace sixways::coroutines {
 
+class Semaphore;
+
 // One request from its first connect to its last byte, within options.timeout, with every error
-// turned into the Result (the fetch throws only CancelledError, when it is cancelled).
-// options.on_result is not called here; fetch_all does that.
-Task<Result> fetch(EventLoop& loop, Request request, Options options);
+// turned into the Result (the fetch throws only CancelledError, when it is cancelled). With
+// `slots`, it first waits for one of the semaphore's slots (fetch_all's --concurrency), and holds
+// it until the result is final. Calls options.on_result(index, result), when set, as soon as the
+// result is final. `request`, `options` and `slots` are read while the task runs, so they must
+// outlive it.
+Task<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index = 0,
+                   Semaphore* slots = nullptr);
 
 // The library call of this stage: one fetch per request, all at once or at most
 // options.concurrency at a time, on one event loop; on_result as each finishes; results in order.

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 #include <optional>
+#include <utility>
 
 #include "common/fetch.hpp"
 
@@ -14,44 +16,89 @@ namespace {
 
 enum class Interest { readable, writable };
 
-// One wait for one descriptor: registers a reader (or writer) that completes `ready`, and removes
-// it when destroyed. It lives in the frame of the coroutine that waits, so it is destroyed however
-// the wait ends. Not movable: the callback refers to `ready` inside it.
-class IoWait {
+// What the three calls share: the state of a future that one descriptor completes. watch()
+// registers a reader (or writer); the loop then calls on_ready() on every turn in which the
+// descriptor is ready, and on_ready() makes the system call, which either would block (wait for
+// the next turn) or ends the wait with succeed() or an exception. asyncio's loop.sock_recv is built
+// the same way: its reader callback makes the recv() itself.
+template <class T>
+class SocketWait : public detail::ValueState<T> {
 public:
-    IoWait(EventLoop& loop, int fd, Interest interest) : loop_(loop), fd_(fd), interest_(interest), ready_(loop) {
-        // The loop calls this on every turn the descriptor is ready, until we are destroyed; the
-        // task runs only on a later step, hence the check.
-        auto on_ready = [this] {
-            if (!ready_.done()) ready_.set_result();
-        };
-        if (interest == Interest::readable) {
-            loop.add_reader(fd, on_ready);
-        } else {
-            loop.add_writer(fd, on_ready);
-        }
-    }
-    ~IoWait() {
-        if (interest_ == Interest::readable) {
-            loop_.remove_reader(fd_);
-        } else {
-            loop_.remove_writer(fd_);
-        }
-    }
-    IoWait(const IoWait&) = delete;
-    IoWait& operator=(const IoWait&) = delete;
+    SocketWait(EventLoop& loop, int fd, Interest interest) : detail::ValueState<T>(&loop), fd_(fd), interest_(interest) {}
+    ~SocketWait() override { stop_watching(); }  // the frame that awaited us is gone
+    SocketWait(const SocketWait&) = delete;
+    SocketWait& operator=(const SocketWait&) = delete;
 
-    Future<void>& ready() { return ready_; }
+    // One try, now: the call may well not block (a reply already there, room in the send buffer).
+    // A failure fails the future; whoever awaits it gets the SocketError from co_await.
+    void try_now() {
+        try {
+            on_ready();
+        } catch (const SocketError&) {
+            stop_watching();
+            this->set_exception(std::current_exception());
+        }
+    }
+    // Tries again on every turn the descriptor is ready, until the call goes through. The callback
+    // refers to this object: its destructor removes the callback before the object is gone.
+    void watch() {
+        auto on_ready = [this] { try_now(); };
+        if (interest_ == Interest::readable) {
+            this->loop()->add_reader(fd_, on_ready);
+        } else {
+            this->loop()->add_writer(fd_, on_ready);
+        }
+        watching_ = true;
+    }
+    bool cancel() override {
+        stop_watching();  // now, not on a later turn: the socket may be closed before then
+        return detail::ValueState<T>::cancel();
+    }
+
+protected:
+    // Makes the system call. Returns without completing the future if it would block; throws
+    // SocketError if it failed.
+    virtual void on_ready() = 0;
+    template <class... Value>
+    void succeed(Value&&... value) {
+        stop_watching();
+        this->set_result(std::forward<Value>(value)...);
+    }
+    int fd() const { return fd_; }
 
 private:
-    EventLoop& loop_;
+    void stop_watching() {
+        if (!std::exchange(watching_, false)) return;
+        if (interest_ == Interest::readable) {
+            this->loop()->remove_reader(fd_);
+        } else {
+            this->loop()->remove_writer(fd_);
+        }
+    }
+
     int fd_;
     Interest interest_;
-    Future<void> ready_;
+    bool watching_ = false;
 };
 
-// One recv() into a buffer on this (ordinary, not coroutine) function's stack: a buffer in the
-// coroutine frame would cost max_bytes of memory per connection for as long as it is open.
+// Future's constructor from a state is for Future's own family; this lets the calls below hand
+// out their SocketWait as a plain Future<T>.
+template <class T>
+class SocketFuture : public Future<T> {
+public:
+    explicit SocketFuture(std::shared_ptr<detail::ValueState<T>> state) : Future<T>(std::move(state)) {}
+};
+
+// Tries at once, and waits only if the call would block.
+template <class T, class Wait>
+Future<T> try_then_watch(std::shared_ptr<Wait> wait) {
+    wait->try_now();
+    if (!wait->done()) wait->watch();
+    return SocketFuture<T>(std::move(wait));
+}
+
+// One recv() into a buffer on this function's stack: a buffer kept in the wait would cost
+// max_bytes of memory per connection for as long as it is open.
 // nullopt: nothing there yet (EAGAIN).
 std::optional<std::string> try_recv(int fd, std::size_t max_bytes) {
     char buffer[64 * 1024];
@@ -73,6 +120,57 @@ int connect_error(int fd) {
     return error;
 }
 
+// The handshake has ended when the socket becomes writable, and SO_ERROR then says how.
+class ConnectWait final : public SocketWait<void> {
+public:
+    ConnectWait(EventLoop& loop, int fd) : SocketWait(loop, fd, Interest::writable) {}
+
+private:
+    void on_ready() override {
+        const int error = connect_error(fd());
+        if (error != 0) throw SocketError("connect", error);
+        succeed();
+    }
+};
+
+class SendAllWait final : public SocketWait<void> {
+public:
+    SendAllWait(EventLoop& loop, int fd, std::string data)
+        : SocketWait(loop, fd, Interest::writable), data_(std::move(data)) {}
+
+private:
+    void on_ready() override {
+        while (sent_ < data_.size()) {
+            const ssize_t n = ::send(fd(), data_.data() + sent_, data_.size() - sent_, MSG_NOSIGNAL);
+            if (n >= 0) {
+                sent_ += static_cast<std::size_t>(n);
+                continue;
+            }
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // the send buffer is full: wait for room
+            throw SocketError("send", errno);
+        }
+        succeed();
+    }
+
+    std::string data_;
+    std::size_t sent_ = 0;
+};
+
+class RecvWait final : public SocketWait<std::string> {
+public:
+    RecvWait(EventLoop& loop, int fd, std::size_t max_bytes)
+        : SocketWait(loop, fd, Interest::readable), max_bytes_(max_bytes) {}
+
+private:
+    void on_ready() override {
+        std::optional<std::string> data = try_recv(fd(), max_bytes_);
+        if (data) succeed(std::move(*data));
+    }
+
+    std::size_t max_bytes_;
+};
+
 }  // namespace
 
 SocketError::SocketError(const char* call, int error_number)
@@ -88,40 +186,26 @@ void Socket::close() {
     if (fd_ >= 0) ::close(std::exchange(fd_, -1));
 }
 
-Task<void> sock_connect(EventLoop& loop, int fd, Address address) {
+Future<void> sock_connect(EventLoop& loop, int fd, const Address& address) {
+    auto wait = std::make_shared<ConnectWait>(loop, fd);
     // A non-blocking connect starts the handshake and returns at once: EINPROGRESS. (EINTR means
-    // the same here: the handshake goes on.) The socket becomes writable when it has ended, and
-    // SO_ERROR then says how.
-    if (::connect(fd, address.get(), address.length) == 0) co_return;
-    if (errno != EINPROGRESS && errno != EINTR) throw SocketError("connect", errno);
-    IoWait writable(loop, fd, Interest::writable);
-    co_await writable.ready();
-    const int error = connect_error(fd);
-    if (error != 0) throw SocketError("connect", error);
+    // the same here: the handshake goes on.)
+    if (::connect(fd, address.get(), address.length) == 0) {
+        wait->set_result();
+    } else if (errno != EINPROGRESS && errno != EINTR) {
+        wait->set_exception(std::make_exception_ptr(SocketError("connect", errno)));
+    } else {
+        wait->watch();
+    }
+    return SocketFuture<void>(std::move(wait));
 }
 
-Task<void> sock_sendall(EventLoop& loop, int fd, std::string data) {
-    std::size_t sent = 0;
-    while (sent < data.size()) {
-        const ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-        if (n >= 0) {
-            sent += static_cast<std::size_t>(n);
-            continue;
-        }
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) throw SocketError("send", errno);
-        IoWait writable(loop, fd, Interest::writable);  // the send buffer is full: wait for room
-        co_await writable.ready();
-    }
+Future<void> sock_sendall(EventLoop& loop, int fd, std::string data) {
+    return try_then_watch<void>(std::make_shared<SendAllWait>(loop, fd, std::move(data)));
 }
 
-Task<std::string> sock_recv(EventLoop& loop, int fd, std::size_t max_bytes) {
-    for (;;) {
-        std::optional<std::string> data = try_recv(fd, max_bytes);
-        if (data) co_return std::move(*data);
-        IoWait readable(loop, fd, Interest::readable);
-        co_await readable.ready();
-    }
+Future<std::string> sock_recv(EventLoop& loop, int fd, std::size_t max_bytes) {
+    return try_then_watch<std::string>(std::make_shared<RecvWait>(loop, fd, max_bytes));
 }
 
 }  // namespace sixways::coroutines

@@ -1,16 +1,22 @@
-// Sockets for the loop: an RAII socket and three coroutines that wait for it the way stage 01
-// blocked on it (asyncio: loop.sock_connect, loop.sock_sendall, loop.sock_recv).
+// Sockets for the loop: an RAII socket and three calls that wait for it the way stage 01 blocked
+// on it (asyncio: loop.sock_connect, loop.sock_sendall, loop.sock_recv).
 //
 //   Socket socket = Socket::open(address.family());      // non-blocking; closed by ~Socket
 //   co_await sock_connect(loop, socket.fd(), address);
 //   co_await sock_sendall(loop, socket.fd(), request);
 //   std::string data = co_await sock_recv(loop, socket.fd(), 16 * 1024);   // "" at end of stream
 //
-// Each tries the system call first and waits only if it would block: it registers a reader (or
-// writer) whose callback completes a Future, co_awaits the Future, and removes the registration
-// when the wait ends, however it ends: woken, cancelled (CancelledError from the co_await), or
-// destroyed with its task. So a cancelled wait leaves nothing registered with epoll, and a socket
-// is never closed while the loop still watches it.
+// Each makes the system call at once, and returns a future that is done already if the call did
+// not block. Otherwise the future registers a reader (or writer) with the loop, and the loop's
+// callback makes the call again each time the descriptor is ready, until it goes through; then the
+// registration is removed and the future completes. These are not coroutines, and cost no task:
+// one small object per wait, the future's own state.
+//
+// The registration lives exactly as long as the wait: it is removed when the future completes,
+// when it is cancelled (a cancelled task cancels the future it waits on), and when the future is
+// destroyed (with the frame of a task destroyed while it waited). So a cancelled wait leaves
+// nothing registered with epoll, and a socket is never closed while the loop still watches it.
+// Like every future, one of these must not outlive its loop.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +25,7 @@
 #include <utility>
 
 #include "06_coroutines/event_loop.hpp"
-#include "06_coroutines/task.hpp"
+#include "06_coroutines/future.hpp"
 #include "common/address.hpp"
 
 namespace sixways::coroutines {
@@ -66,15 +72,15 @@ private:
     int fd_ = -1;
 };
 
-// Connects the non-blocking socket `fd` to `address`. Throws SocketError("connect", ...).
-Task<void> sock_connect(EventLoop& loop, int fd, Address address);
+// Connects the non-blocking socket `fd` to `address`. Fails with SocketError("connect", ...).
+Future<void> sock_connect(EventLoop& loop, int fd, const Address& address);
 
 // Sends all of `data` (MSG_NOSIGNAL: a peer that has closed gives EPIPE, not a SIGPIPE that kills
-// the process). Throws SocketError("send", ...).
-Task<void> sock_sendall(EventLoop& loop, int fd, std::string data);
+// the process). Fails with SocketError("send", ...).
+Future<void> sock_sendall(EventLoop& loop, int fd, std::string data);
 
-// Receives what has arrived, up to `max_bytes`, waiting until something has. Returns "" when the
-// peer has closed its end. Throws SocketError("recv", ...), e.g. for a reset.
-Task<std::string> sock_recv(EventLoop& loop, int fd, std::size_t max_bytes);
+// Receives what has arrived, up to `max_bytes`, waiting until something has. The result is "" when
+// the peer has closed its end. Fails with SocketError("recv", ...), e.g. for a reset.
+Future<std::string> sock_recv(EventLoop& loop, int fd, std::size_t max_bytes);
 
 }  // namespace sixways::coroutines

@@ -22,8 +22,8 @@
 //   - co_await on a Task that was never started runs its first step at once, inside the awaiting
 //     step, like a function call (asyncio's `await coro()` does the same), and then, unless it
 //     finished already, waits for it like any future: `int x = co_await answer();` just works.
-//     create_task, gather and wait_for start their tasks on the next turn instead, so that many
-//     run side by side.
+//     create_task and gather start their tasks on the next turn instead, so that many run side
+//     by side. (wait_for awaits its one task, so it starts like a function call too.)
 //
 // No coroutine ever RESUMES another one. A library built on symmetric transfer resumes the
 // awaiting coroutine straight from the finishing one, which is only safe when the compiler turns
@@ -320,8 +320,7 @@ T EventLoop::run_until_complete(Task<T> task) {
     return run_until_complete(static_cast<Future<T>>(std::move(task)));
 }
 
-// Starts `task` on `loop` unless it was started already; for helpers that accept either
-// (gather, wait_for).
+// Starts `task` on `loop` unless it was started already; for gather, which accepts either.
 template <class T>
 void ensure_started(EventLoop& loop, Task<T>& task) {
     if (!task.started()) task = loop.create_task(std::move(task));

@@ -25,8 +25,10 @@ public:
     TimeoutError() : std::runtime_error("timed out") {}
 };
 
-// The result of `task` (started on `loop` if it was not yet), or TimeoutError if it has not
-// finished `timeout` after wait_for's first step. Cancelling wait_for cancels the task (and still
+// The result of `task`, or TimeoutError if it has not finished `timeout` after wait_for's first
+// step. A task that was not started yet starts inside that step, at the co_await below, like a
+// function call: `co_await wait_for(loop, fetch(url), 10s)` starts the fetch and its deadline
+// together. Cancelling wait_for cancels the task (and still
 // waits for it). If the task finishes anyway after being cancelled at the deadline (it caught the
 // CancelledError and returned a result), its result is returned: it is not thrown away.
 //
@@ -35,7 +37,6 @@ public:
 // the caller's frame by a Task<void>, as fetch.cpp's exchange() does.
 template <class T>
 Task<T> wait_for(EventLoop& loop, Task<T> task, Duration timeout) {
-    ensure_started(loop, task);
     bool timed_out = false;
     // A named lambda (not a temporary inside a co_await expression: g++ 12 may destroy such a
     // temporary twice, GCC PR 107288). It refers to this frame; the guard cancels the timer, and so

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "06_coroutines/socket.hpp"
+#include "06_coroutines/task.hpp"
 #include "06_coroutines/tests/helpers.hpp"
 
 namespace sixways::coroutines {
@@ -128,7 +129,8 @@ TEST_F(SocketTest, CancellingASocketWaitRemovesItsRegistrationFromEpoll) {
     int ours = -1;
     int theirs = -1;
     std::tie(ours, theirs) = socket_pair();
-    Task<std::string> receiving = loop.create_task(sock_recv(loop, ours, 100));
+    auto receive = [](EventLoop& l, int fd) -> Task<std::string> { co_return co_await sock_recv(l, fd, 100); };
+    Task<std::string> receiving = loop.create_task(receive(loop, ours));
     run_one_turn(loop);
     ASSERT_TRUE(epoll_watches(ours));
     receiving.cancel();
