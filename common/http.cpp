@@ -162,8 +162,11 @@ const std::string* Response::header(std::string_view name) const {
 // The url's parts are copied as they are: parse_url has already rejected spaces, CR and LF, which
 // could otherwise break the request line or inject header lines.
 std::string build_get_request(const Url& url) {
-    std::string request = "GET " + url.target + " HTTP/1.1\r\n";
-    request += "Host: " + url.host_header() + "\r\n";
+    const std::string host = url.host_header();
+    std::string request;
+    request.reserve(100 + url.target.size() + host.size());  // one allocation, not one per line
+    request.append("GET ").append(url.target).append(" HTTP/1.1\r\n");
+    request.append("Host: ").append(host).append("\r\n");
     request += "User-Agent: six-ways-to-fetch\r\n";
     request += "Accept: */*\r\n";
     // One request per connection: the server closes after answering, and a body without any
