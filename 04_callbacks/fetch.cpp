@@ -33,6 +33,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "04_callbacks/event_loop.hpp"
@@ -90,7 +91,15 @@ private:
             }
             if (::connect(fd_, address.get(), address.length) == 0 || errno == EINPROGRESS) {
                 phase_ = Phase::connecting;
-                loop_.add_writer(fd_, [this] { on_connected(); });
+                try {
+                    loop_.add_writer(fd_, [this] { on_connected(); });
+                } catch (const std::system_error& error) {
+                    // epoll refused the socket: no memory, or the per-user limit on watched
+                    // descriptors (ENOSPC). The next address would fare no better, and the other
+                    // requests need not fail with this one: `limit`, and the run goes on.
+                    const int code = error.code().value();
+                    fail(kind_for_errno(code, ErrorKind::limit), errno_message("epoll_ctl", code));
+                }
                 return;
             }
             failed_call_ = "connect";  // e.g. EADDRNOTAVAIL: no ephemeral port left
