@@ -32,6 +32,10 @@ public:
     // One try, now: the call may well not block (a reply already there, room in the send buffer).
     // A failure fails the future; whoever awaits it gets the SocketError from co_await.
     void try_now() {
+        if (this->done()) {  // finished from outside: a Future's set_result is public
+            stop_watching();
+            return;
+        }
         try {
             on_ready();
         } catch (const SocketError&) {
