@@ -228,7 +228,8 @@ std::optional<std::string> skip_note(const Program& program, std::size_t n,
 
 Duration time_limit(const Program& program, std::size_t n, std::size_t concurrency,
                     Duration delay) {
-    return std::chrono::minutes(1) + 3 * expected_time(program, n, concurrency, delay);
+    return std::chrono::minutes(1) + 3 * expected_time(program, n, concurrency, delay) +
+           std::chrono::milliseconds(5) * static_cast<Duration::rep>(n);
 }
 
 double Row::wall_s() const {
@@ -357,7 +358,10 @@ std::string nginx_config(std::string_view config_template, const NginxSettings& 
         {"PREFIX", settings.prefix},
         {"ECHO_MODULE", settings.echo_module},
         {"PORT", std::to_string(settings.port)},
-        {"DELAY_SECONDS", format("%.3f", seconds(settings.delay))},  // echo_sleep: up to 3 decimals
+        // echo_sleep takes seconds with up to three decimals.
+        {"ECHO_SLEEP", settings.delay > Duration::zero()
+                           ? format("echo_sleep %.3f;", seconds(settings.delay))
+                           : std::string()},
         {"OPEN_FILES", std::to_string(settings.open_files)},
         {"WORKER_CONNECTIONS", std::to_string(connections)},
         {"BACKLOG", std::to_string(settings.backlog)},

@@ -83,7 +83,8 @@ std::optional<std::string> skip_note(const Program& program, std::size_t n,
                                      Duration longest = std::chrono::seconds(20));
 
 // How long one run may take before it is killed and counted as failed: a minute, plus three times
-// the time it should take.
+// the time it should take, plus 5 ms per request for the client's own work (without a delay, that
+// is all there is: the aiohttp peer managed under 1000 requests a second on a 2-core machine).
 Duration time_limit(const Program& program, std::size_t n, std::size_t concurrency,
                     Duration delay);
 
@@ -148,8 +149,9 @@ struct NginxSettings {
     int backlog = 0;          // the listen queue: the largest the system allows
 };
 
-// The template with every @NAME@ replaced: @PREFIX@, @ECHO_MODULE@, @PORT@, @DELAY_SECONDS@,
-// @OPEN_FILES@, @WORKER_CONNECTIONS@, @BACKLOG@. Throws std::runtime_error naming a placeholder the
+// The template with every @NAME@ replaced: @PREFIX@, @ECHO_MODULE@, @PORT@, @ECHO_SLEEP@ (the
+// directive that waits the delay, "echo_sleep 0.100;", or nothing without a delay), @OPEN_FILES@,
+// @WORKER_CONNECTIONS@, @BACKLOG@. Throws std::runtime_error naming a placeholder the
 // template has that is none of these, so a typo cannot reach nginx.
 std::string nginx_config(std::string_view config_template, const NginxSettings& settings);
 

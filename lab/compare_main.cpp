@@ -78,9 +78,9 @@ constexpr const char* usage =
     "\n"
     "A program that needs more than one round of requests (stage 01 sends one at a time; a small\n"
     "--concurrency) is skipped where its rounds x delay come to over 20 s. Each run may take a\n"
-    "minute plus three times its expected time; then it is killed and shown as failed. Progress\n"
-    "goes to stderr, only on a terminal. Ctrl-C stops the run in progress and the server, and\n"
-    "prints the table so far.\n";
+    "minute plus three times its expected time plus 5 ms per request; then it is killed and shown\n"
+    "as failed. Progress goes to stderr, only on a terminal. Ctrl-C stops the run in progress and\n"
+    "the servers, and prints the table so far.\n";
 
 class UsageError : public std::runtime_error {
 public:

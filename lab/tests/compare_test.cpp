@@ -226,13 +226,17 @@ TEST(SkipNote, SkipsWhenTheConcurrencyMakesTooManyRounds) {
     EXPECT_EQ(skip_note(stage("04_callbacks"), 10000, 1000, milliseconds(100)), std::nullopt);
 }
 
-TEST(TimeLimit, IsAMinutePlusThreeTimesTheExpectedTime) {
-    EXPECT_EQ(time_limit(stage("01_blocking", true), 100, 0, milliseconds(100)), seconds(90));
-    EXPECT_EQ(time_limit(stage("04_callbacks"), 10000, 0, milliseconds(100)), milliseconds(60300));
+TEST(TimeLimit, IsAMinutePlusThreeTimesTheExpectedTimePlusFiveMillisecondsARequest) {
+    EXPECT_EQ(time_limit(stage("01_blocking", true), 100, 0, milliseconds(100)),
+              milliseconds(90'500));
+    EXPECT_EQ(time_limit(stage("04_callbacks"), 10000, 0, milliseconds(100)),
+              milliseconds(110'300));
     // 10,000 at most 1000 at a time: 10 rounds of 100 ms, 1 s.
-    EXPECT_EQ(time_limit(stage("04_callbacks"), 10000, 1000, milliseconds(100)), seconds(63));
+    EXPECT_EQ(time_limit(stage("04_callbacks"), 10000, 1000, milliseconds(100)), seconds(113));
     EXPECT_EQ(time_limit(stage("04_callbacks"), 10001, 1000, milliseconds(100)),
-              milliseconds(63300));  // a last, short round takes a delay too
+              milliseconds(113'305));  // a last, short round takes a delay too
+    // No delay: the clients' own time, 250 s for 50,000.
+    EXPECT_EQ(time_limit(stage("06_coroutines"), 50000, 1000, {}), seconds(310));
 }
 
 // ---- Rows ----
@@ -601,7 +605,7 @@ NginxSettings sample_settings() {
 
 TEST(NginxConfig, FillsEveryPlaceholderAndLeavesNginxsOwnAtSignsAlone) {
     EXPECT_EQ(nginx_config("pid @PREFIX@nginx.pid; listen 127.0.0.1:@PORT@ backlog=@BACKLOG@;\n"
-                           "echo_sleep @DELAY_SECONDS@; echo_exec @body; a@b @ @@\n"
+                           "@ECHO_SLEEP@ echo_exec @body; a@b @ @@\n"
                            "worker_rlimit_nofile @OPEN_FILES@; worker_connections "
                            "@WORKER_CONNECTIONS@; load_module @ECHO_MODULE@;",
                            sample_settings()),
@@ -611,12 +615,12 @@ TEST(NginxConfig, FillsEveryPlaceholderAndLeavesNginxsOwnAtSignsAlone) {
               "load_module /m/ngx_http_echo_module.so;");
 }
 
-TEST(NginxConfig, GivesTheDelayInSecondsWithMillisecondsAndZeroAsZero) {
+TEST(NginxConfig, SleepsTheDelayInSecondsAndNotAtAllWithoutOne) {
     NginxSettings settings = sample_settings();
     settings.delay = milliseconds(2500);
-    EXPECT_EQ(nginx_config("@DELAY_SECONDS@", settings), "2.500");
+    EXPECT_EQ(nginx_config("@ECHO_SLEEP@", settings), "echo_sleep 2.500;");
     settings.delay = {};
-    EXPECT_EQ(nginx_config("@DELAY_SECONDS@", settings), "0.000");
+    EXPECT_EQ(nginx_config("@ECHO_SLEEP@", settings), "");
 }
 
 TEST(NginxConfig, RejectsAnUnknownPlaceholder) {
@@ -670,6 +674,18 @@ TEST(NginxProcess, AnswersTheDelayedPathLikeTheLabServerAndIsGoneAfterStop) {
     test::Reply after = test::fetch(port, "/status/204");
     EXPECT_EQ(after.status, 0) << "nginx still answers on port " << port;
     nginx.stop();  // twice is harmless
+}
+
+TEST(NginxProcess, AnswersTheSameWayWithoutADelay) {
+    NginxInstall install = find_nginx();
+    if (!install.problem.empty()) {
+        GTEST_SKIP() << install.problem;
+    }
+    NginxProcess nginx(install, NGINX_CONFIG_TEMPLATE, Duration::zero());
+    test::Reply reply = test::fetch(port_of(nginx.url()), "/");
+    EXPECT_EQ(reply.status, 200) << reply.error;
+    EXPECT_EQ(reply.header("content-length"), "100");
+    EXPECT_EQ(reply.body.size(), 100u);
 }
 
 TEST(NginxProcess, SaysWhyWhenNginxCannotStart) {
