@@ -636,7 +636,8 @@ int compare(const Options& options) {
             about += (about.empty() ? "" : " and ") +
                      std::string(server == "nginx" ? "nginx" : "lab server");
         }
-        about += " delay " + sixways::format_duration(options.delay);
+        about += (options.servers.size() > 1 ? ", delay " : " delay ") +
+                 sixways::format_duration(options.delay);
     }
     if (options.concurrency > 0) {
         about += (about.empty() ? "" : ", ") + std::string("at most ") +
