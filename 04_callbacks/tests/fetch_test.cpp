@@ -4,124 +4,32 @@
 // suite, joined at the bottom of this file.
 #include "04_callbacks/fetch.hpp"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
-#include "common/address.hpp"
 #include "common/http.hpp"
 #include "common/url.hpp"
 #include "lab/labserver.hpp"
 #include "tests/conformance.hpp"
+#include "tests/support/stage_support.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
+using namespace sixways::testing_support;  // request_for, on_loopback, FullBacklog, ...
 using sixways::Clock;
 using sixways::ErrorKind;
 using sixways::Options;
 using sixways::Request;
 using sixways::Result;
 using sixways::callbacks::fetch_all;
-
-Request request_for(const std::string& url) {
-    Request request;
-    request.url = sixways::parse_url(url);
-    request.addresses = sixways::resolve(request.url);
-    return request;
-}
-
-sixways::lab::LabServerOptions on_loopback(sixways::Duration delay) {
-    sixways::lab::LabServerOptions options;
-    options.hosts = {"127.0.0.1"};
-    options.port = 0;
-    options.delay = delay;
-    return options;
-}
-
-Options with_timeout(sixways::Duration timeout) {
-    Options options;
-    options.timeout = timeout;
-    return options;
-}
-
-std::vector<Request> numbered_requests(const sixways::lab::LabServer& server, int count) {
-    std::vector<Request> requests;
-    for (int k = 0; k < count; ++k) {
-        requests.push_back(request_for(server.url("/numbered/" + std::to_string(k))));
-    }
-    return requests;
-}
-
-// The most requests whose [start, done] spans overlap at any instant.
-std::size_t most_in_flight(const std::vector<Result>& results) {
-    std::vector<std::pair<Clock::time_point, int>> events;  // -1 sorts before +1 at equal times
-    for (const Result& result : results) {
-        events.emplace_back(result.timing.start, +1);
-        events.emplace_back(result.timing.done, -1);
-    }
-    std::sort(events.begin(), events.end());
-    std::size_t in_flight = 0, most = 0;
-    for (const auto& [time, change] : events) {
-        in_flight = change > 0 ? in_flight + 1 : in_flight - 1;
-        most = std::max(most, in_flight);
-    }
-    return most;
-}
-
-// A listening socket on 127.0.0.1, on a free port; -1 (and a failure) if that is impossible.
-int listen_on_loopback(int backlog, std::uint16_t& port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-        ::listen(fd, backlog) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-        ADD_FAILURE() << "cannot listen on 127.0.0.1";
-    }
-    port = ntohs(address.sin_port);
-    return fd;
-}
-
-// A listener that never accepts, whose queue of finished handshakes is already full: the kernel
-// drops every new SYN, so a connect() to it neither succeeds nor fails until the client gives up.
-class FullBacklog {
-public:
-    FullBacklog() : listener_(listen_on_loopback(0, port_)) {
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        address.sin_port = htons(port_);
-        for (int i = 0; i < 8; ++i) {
-            const int filler = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-            ::connect(filler, reinterpret_cast<sockaddr*>(&address), sizeof address);
-            fillers_.push_back(filler);
-        }
-    }
-    ~FullBacklog() {
-        for (int filler : fillers_) ::close(filler);
-        ::close(listener_);
-    }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
-
-private:
-    std::uint16_t port_ = 0;
-    int listener_;
-    std::vector<int> fillers_;
-};
 
 // A port on 127.0.0.1 where nothing listens: bound for a moment to find a free one, then released.
 std::string refused_url() {
@@ -192,36 +100,6 @@ private:
     std::thread thread_;
     std::string received_;
 };
-
-// Lowers the descriptor limit so that exactly one more descriptor can be opened (the loop's epoll
-// descriptor) and the first socket() after it fails with EMFILE. A new descriptor always takes the
-// lowest free number, which must be below the limit.
-class OneDescriptorLeft {
-public:
-    OneDescriptorLeft() {
-        ::getrlimit(RLIMIT_NOFILE, &saved_);
-        const int lowest_free = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-        ::close(lowest_free);
-        rlimit lowered = saved_;
-        lowered.rlim_cur = static_cast<rlim_t>(lowest_free + 1);
-        ::setrlimit(RLIMIT_NOFILE, &lowered);
-    }
-    ~OneDescriptorLeft() { restore(); }
-    void restore() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
-
-private:
-    rlimit saved_{};
-};
-
-// How many descriptors this process has open.
-std::size_t open_descriptors() {
-    std::size_t count = 0;
-    DIR* directory = ::opendir("/proc/self/fd");
-    if (directory == nullptr) return 0;
-    while (::readdir(directory) != nullptr) ++count;
-    ::closedir(directory);
-    return count;  // includes ".", ".." and the directory itself: the same offset every time
-}
 
 TEST(Callbacks, RunsEveryRequestAtOnceOnTheCallingThread) {
     sixways::lab::LabServer server(on_loopback(50ms));
@@ -303,7 +181,7 @@ TEST(Callbacks, FailsARequestThatFindsNoDescriptorWithLimitAndGoesOn) {
     const std::vector<Request> requests = {request_for(server.url("/first")),
                                            request_for(server.url("/second")),
                                            request_for(server.url("/third"))};
-    OneDescriptorLeft one_descriptor_left;  // for the loop's epoll descriptor; then none
+    DescriptorsLeft one_descriptor_left(1);  // for the loop's epoll descriptor; then none
     Options options = with_timeout(5s);
     // All three start at once; the first fails inside its start(), and then the limit goes back up.
     options.on_result = [&](std::size_t, const Result&) { one_descriptor_left.restore(); };
@@ -334,7 +212,7 @@ TEST(Callbacks, ALongRunOfImmediateFailuresDoesNotRecurse) {
 }
 
 TEST(Callbacks, LeavesNoDescriptorOpen) {
-    const std::size_t before = open_descriptors();
+    const int before = open_descriptors();
     {
         sixways::lab::LabServer server(on_loopback(0ms));
         server.start();

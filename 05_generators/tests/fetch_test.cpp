@@ -2,28 +2,25 @@
 // here check what is particular to generators: a fetch can be driven by hand (it knows nothing of
 // epoll), closing it closes its socket, it reports the phase it was suspended in when told of a
 // timeout, and the split version behaves exactly like the straight-line one.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "05_generators/fetch.hpp"
 #include "common/address.hpp"
+#include "common/json_reader.hpp"
 #include "common/url.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
 #include "tests/conformance.hpp"
-#include "common/json_reader.hpp"
+#include "tests/support/stage_support.hpp"
 
 INSTANTIATE_TEST_SUITE_P(Generators, Conformance,
                          testing::Values(StageUnderTest{"05_generators", &sixways::generators::fetch_all,
@@ -34,49 +31,9 @@ namespace sixways::generators {
 namespace {
 
 using namespace std::chrono_literals;
-
-Request request_for(const std::string& url_text) {
-    const Url url = parse_url(url_text);
-    return Request{url, resolve(url)};
-}
-
-lab::LabServerOptions on_loopback(Duration delay) {
-    lab::LabServerOptions options;
-    options.hosts = {"127.0.0.1"};
-    options.port = 0;
-    options.delay = delay;
-    return options;
-}
-
-// A listening socket of our own on 127.0.0.1 that never answers unless told to: the kernel
-// completes handshakes into its backlog, so a fetch connects, and we see exactly what it sends.
-class SilentServer {
-public:
-    SilentServer() : listener_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t length = sizeof address;
-        if (!listener_ || ::bind(listener_.fd(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-            ::listen(listener_.fd(), 16) != 0 ||
-            ::getsockname(listener_.fd(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-            throw std::runtime_error("cannot listen on 127.0.0.1");
-        }
-        port_ = ntohs(address.sin_port);
-    }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/silent"; }
-
-    // Accepts the next connection (waiting at most 5 s).
-    Descriptor accept() {
-        pollfd entry{listener_.fd(), POLLIN, 0};
-        if (::poll(&entry, 1, 5000) != 1) throw std::runtime_error("no connection to accept");
-        return Descriptor(::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC));
-    }
-
-private:
-    Descriptor listener_;
-    std::uint16_t port_ = 0;
-};
+using testing_support::on_loopback;
+using testing_support::request_for;
+using testing_support::SilentServer;
 
 // Everything the peer sends until it closes. Throws if it has not closed within 5 s.
 std::string read_until_closed(int fd) {
@@ -193,7 +150,7 @@ TEST_P(FetchGenerator, ClosingItWhileSuspendedClosesItsSocket) {
     ASSERT_FALSE(fetch.done());
     ASSERT_EQ(fetch.current().interest, Interest::readable);
     fetch.close();
-    const Descriptor peer = server.accept();
+    const Descriptor peer(server.accept());
     const std::string received = read_until_closed(peer.fd());  // returns at the end of file
     EXPECT_EQ(received.rfind("GET /silent HTTP/1.1\r\n", 0), 0u) << received;
 }
@@ -230,7 +187,7 @@ TEST_P(FetchGenerator, ReportsATimeoutAfterTheFirstByteAsReceiving) {
     Fetch fetch = start(request);
     fetch.next();
     drive(fetch, 1);
-    const Descriptor peer = server.accept();
+    const Descriptor peer(server.accept());
     const std::string head = "HTTP/1.1 200 OK\r\n";
     ASSERT_EQ(::send(peer.fd(), head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
     drive(fetch, 1);  // reads the status line, waits for more
@@ -278,7 +235,7 @@ TEST(FetchLoop, ResumesATimedOutFetchWhichReportsItsPhaseAndClosesItsSocket) {
     }
     EXPECT_EQ(reported, (std::vector<int>{1, 1, 1}));
     for (std::size_t i = 0; i < requests.size(); ++i) {
-        const Descriptor peer = server.accept();
+        const Descriptor peer(server.accept());
         EXPECT_EQ(read_until_closed(peer.fd()).rfind("GET /silent HTTP/1.1\r\n", 0), 0u);
     }
 }

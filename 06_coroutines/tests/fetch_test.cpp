@@ -2,31 +2,22 @@
 // what is particular to this one: on_result from inside the loop, the Semaphore's limit, a deadline
 // that names its phase, a clean end (no task left pending), and the memory a request costs while it
 // waits.
-#include <arpa/inet.h>
 #include <malloc.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "06_coroutines/fetch.hpp"
-#include "06_coroutines/gather.hpp"
 #include "06_coroutines/sleep.hpp"
-#include "06_coroutines/socket.hpp"
 #include "06_coroutines/tests/helpers.hpp"
-#include "common/address.hpp"
-#include "common/url.hpp"
 #include "lab/labserver.hpp"
 #include "tests/conformance.hpp"
+#include "tests/support/stage_support.hpp"
 
 INSTANTIATE_TEST_SUITE_P(Coroutines, Conformance,
                          testing::Values(StageUnderTest{"06_coroutines", &sixways::coroutines::fetch_all,
@@ -38,46 +29,13 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing_support::expect_loop_is_clean;
+using testing_support::most_in_flight;
+using testing_support::on_loopback;
+using testing_support::request_for;
 using testing_support::run_within;
+using testing_support::SilentServer;
 
 class FetchTest : public testing_support::LeakCheckedTest {};
-
-Request request_for(const std::string& url_text) {
-    const Url url = parse_url(url_text);
-    return Request{url, resolve(url)};
-}
-
-lab::LabServerOptions on_loopback(Duration delay) {
-    lab::LabServerOptions options;
-    options.hosts = {"127.0.0.1"};
-    options.port = 0;
-    options.delay = delay;
-    return options;
-}
-
-// A listening socket on 127.0.0.1 that never accepts: the kernel completes handshakes into its
-// backlog, so a fetch connects and sends, and then waits for an answer that never comes. It runs
-// on no thread of its own, so it allocates nothing while a test measures memory.
-class SilentServer {
-public:
-    SilentServer() : listener_(Socket::open(AF_INET)) {
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t length = sizeof address;
-        if (::bind(listener_.fd(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-            ::listen(listener_.fd(), 4096) != 0 ||
-            ::getsockname(listener_.fd(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-            throw std::runtime_error("cannot listen on 127.0.0.1");
-        }
-        port_ = ntohs(address.sin_port);
-    }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/silent"; }
-
-private:
-    Socket listener_;
-    std::uint16_t port_ = 0;
-};
 
 TEST_F(FetchTest, CallsOnResultOnceForEachRequestWhenItsResultIsFinal) {
     lab::LabServer server(on_loopback(10ms));
@@ -100,23 +58,6 @@ TEST_F(FetchTest, CallsOnResultOnceForEachRequestWhenItsResultIsFinal) {
         EXPECT_NE(results[i].response.body.find("/page/" + std::to_string(i)), std::string::npos);
     }
     EXPECT_TRUE(all_final);
-}
-
-// The most requests whose [start, done] intervals overlap at one instant.
-std::size_t most_in_flight(const std::vector<Result>& results) {
-    std::vector<std::pair<Clock::time_point, int>> edges;
-    for (const Result& result : results) {
-        edges.emplace_back(result.timing.start, +1);
-        edges.emplace_back(result.timing.done, -1);
-    }
-    std::sort(edges.begin(), edges.end());  // at equal times, -1 sorts before +1
-    std::size_t now = 0;
-    std::size_t most = 0;
-    for (const auto& [when, change] : edges) {
-        now = static_cast<std::size_t>(static_cast<long>(now) + change);
-        most = std::max(most, now);
-    }
-    return most;
 }
 
 TEST_F(FetchTest, KeepsAtMostConcurrencyRequestsInFlight) {

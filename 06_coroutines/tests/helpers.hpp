@@ -1,7 +1,9 @@
-// What every test of this stage shares: a `Counted` type to catch leaked or doubly destroyed
-// objects (cppcoro's tests do the same), a count of open descriptors, and a fixture that checks
-// both after every test. Put Counted objects in coroutine frames (as locals or parameters) and a
-// frame that is never freed, or freed twice, fails the test that made it.
+// What every test of this stage shares, on top of what the tests of every stage share
+// (tests/support/stage_support.hpp, whose names this namespace takes in): a `Counted` type to catch
+// leaked or doubly destroyed objects (cppcoro's tests do the same), and a fixture that checks both
+// Counted objects and open descriptors after every test. Put Counted objects in coroutine frames
+// (as locals or parameters) and a frame that is never freed, or freed twice, fails the test that
+// made it.
 #pragma once
 
 #include <dirent.h>
@@ -16,8 +18,11 @@
 #include <utility>
 
 #include "06_coroutines/event_loop.hpp"
+#include "tests/support/stage_support.hpp"
 
 namespace sixways::coroutines::testing_support {
+
+using namespace sixways::testing_support;
 
 // Runs exactly one turn of the loop: what is ready now runs, what that schedules waits.
 inline void run_one_turn(EventLoop& loop) {
@@ -59,16 +64,6 @@ struct Counted {
     Counted& operator=(Counted&&) = default;
     ~Counted() { ++destroyed; }
 };
-
-// Entries in /proc/self/fd, minus the one opendir itself holds while counting.
-inline int open_descriptors() {
-    DIR* directory = opendir("/proc/self/fd");
-    if (directory == nullptr) return -1;
-    int count = 0;
-    while (readdir(directory) != nullptr) ++count;
-    closedir(directory);
-    return count - 3;  // ".", ".." and the directory's own descriptor
-}
 
 // True if some epoll instance of this process still watches `fd`: the kernel lists each watched
 // descriptor as a "tfd:" line in /proc/self/fdinfo/<epoll fd>. A check from outside the loop,
