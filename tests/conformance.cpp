@@ -29,6 +29,7 @@
 #include "common/url.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
+#include "tests/support/stage_support.hpp"
 
 using namespace std::chrono_literals;
 using sixways::Address;
@@ -40,30 +41,16 @@ using sixways::Request;
 using sixways::Result;
 using sixways::Json;
 using sixways::lab::LabServer;
-using sixways::lab::LabServerOptions;
+using namespace sixways::testing_support;
 
 namespace {
 
 // ---- The lab server and the requests ----
 
-LabServerOptions on_loopback(Duration delay, std::vector<std::string> hosts = {"127.0.0.1"}) {
-    LabServerOptions options;
-    options.hosts = std::move(hosts);
-    options.port = 0;
-    options.delay = delay;
-    return options;
-}
-
+// on_loopback, with_timeout and most_in_flight come from tests/support/stage_support.hpp, as does
+// the request_for that takes a whole URL.
 Request request_for(const LabServer& server, const std::string& path) {
-    const sixways::Url url = sixways::parse_url(server.url(path));
-    return Request{url, sixways::resolve(url)};
-}
-
-Options with_timeout(Duration timeout, std::size_t concurrency = 0) {
-    Options options;
-    options.timeout = timeout;
-    options.concurrency = concurrency;
-    return options;
+    return sixways::testing_support::request_for(server.url(path));
 }
 
 std::uint64_t count_of(const std::map<std::string, std::uint64_t>& counts, const std::string& key) {
@@ -141,23 +128,6 @@ std::string first_difference(std::string_view got, std::string_view expected) {
     const auto mismatch = std::mismatch(got.begin(), got.end(), expected.begin(), expected.end());
     return "sizes " + std::to_string(got.size()) + " and " + std::to_string(expected.size()) +
            ", first difference at byte " + std::to_string(mismatch.first - got.begin());
-}
-
-// The most requests whose [start, done] spans overlap at any instant. A request ends before one
-// that starts at the same instant, as a concurrency slot is handed from one to the next.
-std::size_t most_in_flight(const std::vector<Result>& results) {
-    std::vector<std::pair<Clock::time_point, int>> events;  // +1 at start, -1 at done
-    for (const Result& result : results) {
-        events.emplace_back(result.timing.start, +1);
-        events.emplace_back(result.timing.done, -1);
-    }
-    std::sort(events.begin(), events.end());  // at equal times -1 sorts before +1
-    std::size_t in_flight = 0, most = 0;
-    for (const auto& [time, change] : events) {
-        in_flight = change > 0 ? in_flight + 1 : in_flight - 1;
-        most = std::max(most, in_flight);
-    }
-    return most;
 }
 
 // Aborts the test binary, saying why, if it is not dismissed within `bound`: a hung fetcher must
