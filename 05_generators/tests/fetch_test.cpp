@@ -22,10 +22,10 @@
 #include "tests/conformance.hpp"
 #include "tests/support/stage_support.hpp"
 
-INSTANTIATE_TEST_SUITE_P(Generators, Conformance,
-                         testing::Values(StageUnderTest{"05_generators", &sixways::generators::fetch_all,
-                                                        STAGE_BINARY}),
-                         StageName());
+INSTANTIATE_TEST_SUITE_P(
+    Generators, Conformance,
+    testing::Values(StageUnderTest{"05_generators", &sixways::generators::fetch_all, STAGE_BINARY}),
+    StageName());
 
 namespace sixways::generators {
 namespace {
@@ -41,7 +41,9 @@ std::string read_until_closed(int fd) {
     char buffer[4096];
     for (;;) {
         pollfd entry{fd, POLLIN, 0};
-        if (::poll(&entry, 1, 5000) != 1) throw std::runtime_error("the peer did not close its socket");
+        if (::poll(&entry, 1, 5000) != 1) {
+            throw std::runtime_error("the peer did not close its socket");
+        }
         const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
         if (n <= 0) return bytes;
         bytes.append(buffer, static_cast<std::size_t>(n));
@@ -54,7 +56,8 @@ std::string read_until_closed(int fd) {
 void drive(Fetch& fetch, int waits) {
     for (int i = 0; i < waits && !fetch.done(); ++i) {
         const Wait wait = fetch.current();
-        pollfd entry{wait.fd, static_cast<short>(wait.interest == Interest::readable ? POLLIN : POLLOUT), 0};
+        const int events = wait.interest == Interest::readable ? POLLIN : POLLOUT;
+        pollfd entry{wait.fd, static_cast<short>(events), 0};
         ASSERT_EQ(::poll(&entry, 1, 5000), 1) << "wait " << i << " was never ready";
         fetch.send(Event::ready);
     }
@@ -77,7 +80,9 @@ protected:
 INSTANTIATE_TEST_SUITE_P(BothVersions, FetchGenerator,
                          testing::Values(FetchUnderTest{"straight", &fetch_one},
                                          FetchUnderTest{"split", &fetch_one_split}),
-                         [](const testing::TestParamInfo<FetchUnderTest>& info) { return info.param.name; });
+                         [](const testing::TestParamInfo<FetchUnderTest>& info) {
+                             return info.param.name;
+                         });
 
 TEST_P(FetchGenerator, DoesNothingUntilFirstResumed) {
     const Request request = request_for("http://127.0.0.1:1/");
@@ -106,7 +111,8 @@ TEST_P(FetchGenerator, CanBeDrivenByHandWithPoll) {
     ASSERT_TRUE(fetch.done());
     ASSERT_TRUE(result_.ok()) << result_.error_message;
     EXPECT_EQ(result_.response.status, 200);
-    EXPECT_NE(result_.response.body.find("/driven/by/hand"), std::string::npos) << result_.response.body;
+    EXPECT_NE(result_.response.body.find("/driven/by/hand"), std::string::npos)
+        << result_.response.body;
 }
 
 // An address whose family socket() rejects with EAFNOSUPPORT, as it rejects IPv6 on a machine
@@ -189,7 +195,8 @@ TEST_P(FetchGenerator, ReportsATimeoutAfterTheFirstByteAsReceiving) {
     drive(fetch, 1);
     const Descriptor peer(server.accept());
     const std::string head = "HTTP/1.1 200 OK\r\n";
-    ASSERT_EQ(::send(peer.fd(), head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+    ASSERT_EQ(::send(peer.fd(), head.data(), head.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(head.size()));
     drive(fetch, 1);  // reads the status line, waits for more
     ASSERT_FALSE(fetch.done());
     EXPECT_FALSE(fetch.send(Event::timed_out));
@@ -208,7 +215,8 @@ TEST(FetchLoop, TriesTheNextAddressWhenTheFirstIsRefused) {
     std::vector<Request> requests;
     for (int i = 0; i < 5; ++i) {
         Request request = request_for(server.url("/second/address/" + std::to_string(i)));
-        request.addresses.insert(request.addresses.begin(), request_for(refused_url).addresses.front());
+        const Address refused = request_for(refused_url).addresses.front();
+        request.addresses.insert(request.addresses.begin(), refused);
         requests.push_back(request);
     }
     Options options;
@@ -217,7 +225,8 @@ TEST(FetchLoop, TriesTheNextAddressWhenTheFirstIsRefused) {
     const std::vector<Result> results = fetch_all(requests, options);
     for (std::size_t i = 0; i < results.size(); ++i) {
         ASSERT_TRUE(results[i].ok()) << i << ": " << results[i].error_message;
-        EXPECT_NE(results[i].response.body.find("/second/address/" + std::to_string(i)), std::string::npos);
+        EXPECT_NE(results[i].response.body.find("/second/address/" + std::to_string(i)),
+                  std::string::npos);
     }
 }
 
@@ -257,7 +266,8 @@ TEST(FetchLoop, TheStraightAndTheSplitFetchGiveTheSameResults) {
     const std::vector<std::string> paths = {
         "/", "/bytes/300000", "/chunked/70000", "/status/404", "/redirect/1", "/fault/close",
         "/fault/reset", "/fault/partial-headers", "/fault/bad-status", "/fault/short-body",
-        "/fault/big-headers", "/fault/bad-chunk", "/fault/keep-open", "/fault/no-body", "/fault/hang",
+        "/fault/big-headers", "/fault/bad-chunk", "/fault/keep-open", "/fault/no-body",
+        "/fault/hang",
     };
     const std::vector<Result> straight = fetch_paths_with(&fetch_one, paths);
     const std::vector<Result> split = fetch_paths_with(&fetch_one_split, paths);
@@ -286,7 +296,9 @@ TEST(FetchLoop, RunningOutOfDescriptorsGivesLimitErrorsAndTheRunCarriesOn) {
     lab::LabServer server(on_loopback(100ms));
     server.start();
     const conformance::ChildOutput output = conformance::run_program(
-        "/bin/sh", {"-c", "ulimit -n 32 && exec \"$0\" \"$@\"", STAGE_BINARY, "100", "--url", server.url("/"), "--json"},
+        "/bin/sh",
+        {"-c", "ulimit -n 32 && exec \"$0\" \"$@\"", STAGE_BINARY, "100", "--url", server.url("/"),
+         "--json"},
         20s);
     ASSERT_FALSE(output.killed);
     EXPECT_EQ(output.exit_status, 1) << output.err;
