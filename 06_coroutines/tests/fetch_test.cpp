@@ -119,9 +119,10 @@ TEST_F(FetchTest, ARunEndsWithNoTaskLeftPendingAndNothingSaidOnStderr) {
     EXPECT_EQ(results[101].error, ErrorKind::receive);
 }
 
-// What one request costs while it waits for its answer: its coroutine frames (fetch, the
-// exchange, wait_for, sock_recv), their task states, the parser, its timer. Measured as the growth
-// of the heap with glibc's mallinfo2 (AddressSanitizer has its own allocator: skipped there).
+// What one request costs while it waits for its answer: its coroutine frames (fetch, wait_for,
+// the exchange) and their task states, sock_recv's wait, the parser, its timer. Measured as the
+// growth of the heap with glibc's mallinfo2 (AddressSanitizer has its own allocator: skipped
+// there).
 TEST_F(FetchTest, ARequestWaitingForItsAnswerCostsAFewKilobytesAtMost) {
     if (mallinfo2().uordblks == 0) GTEST_SKIP() << "mallinfo2 does not see this allocator";
     SilentServer server;
@@ -133,11 +134,11 @@ TEST_F(FetchTest, ARequestWaitingForItsAnswerCostsAFewKilobytesAtMost) {
     EventLoop loop;
     std::vector<Task<Result>> tasks;
     tasks.reserve(count);
-    std::vector<Request> copies(count, request);  // the requests themselves are not the fetch's cost
+    std::vector<Request> copies(count, request);  // fetch reads them; they are not its cost
     run_within(loop, sleep(loop, 1ms));     // the loop's own tables are warm
     const std::size_t before = mallinfo2().uordblks;
     for (std::size_t i = 0; i < count; ++i) {
-        tasks.push_back(loop.create_task(fetch(loop, std::move(copies[i]), options)));
+        tasks.push_back(loop.create_task(fetch(loop, copies[i], options)));
     }
     run_within(loop, sleep(loop, 50ms));  // all connected, all sent, all waiting
     const std::size_t after = mallinfo2().uordblks;
