@@ -248,7 +248,7 @@ Task<Result> Crawler::fetch_with_retries(Request request, FetchStatistic& stat) 
             co_return std::move(result);
         }
         co_await coroutines::sleep(loop_, delay);
-        delay *= 2;
+        if (delay < std::chrono::seconds(10)) delay *= 2;  // a cap: 100 tries must not wait for years
     }
 }
 

@@ -97,7 +97,7 @@ struct CrawlerOptions {
     std::size_t max_tries = 4;      // fetch attempts per URL when the connection fails
     std::size_t max_tasks = 10;     // workers: at most this many fetches in flight
     Duration timeout = std::chrono::seconds(10);          // per fetch attempt
-    Duration retry_delay = std::chrono::milliseconds(100);  // before the 2nd try; doubles each time
+    Duration retry_delay = std::chrono::milliseconds(100);  // before the 2nd try; doubles up to 10 s or so
     // Body bytes kept per page for finding links (a longer page is counted, and read for links
     // only this far).
     std::size_t body_cap = 4 * 1024 * 1024;

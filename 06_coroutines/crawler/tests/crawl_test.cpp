@@ -43,29 +43,13 @@ public:
     }
 
     // Runs the crawl to its end (or until `cancel_after`, if given), then checks that nothing was
-    // left behind: every worker finished, no timer, no socket.
+    // left behind: every worker finished (none destroyed while pending, which says so on stderr),
+    // no timer, no socket.
     void run(Duration cancel_after = Duration::zero()) {
-        crawler = std::make_unique<Crawler>(loop, options);
-        coroutines::Task<void> crawling = loop.create_task(crawler->crawl(), "crawl");
-        bool watchdog_fired = false;
-        {
-            auto on_watchdog = [&watchdog_fired, crawling]() mutable {
-                watchdog_fired = true;
-                crawling.cancel();
-            };
-            auto on_cancel = [crawling]() mutable { crawling.cancel(); };
-            coroutines::TimerGuard watchdog(loop.call_later(20s, on_watchdog));
-            coroutines::TimerGuard canceller(cancel_after > Duration::zero() ? loop.call_later(cancel_after, on_cancel)
-                                                                             : coroutines::TimerHandle());
-            try {
-                loop.run_until_complete(crawling);
-            } catch (const coroutines::CancelledError&) {
-                interrupted = true;
-            }
-        }
-        EXPECT_FALSE(watchdog_fired) << "the crawl did not finish within 20 s";
-        EXPECT_EQ(loop.pending_timers(), 0u) << "a timer was left behind";
-        EXPECT_EQ(loop.watched_descriptors(), 0u) << "a socket is still watched";
+        ::testing::internal::CaptureStderr();
+        run_and_check(cancel_after);
+        const std::string errors = ::testing::internal::GetCapturedStderr();
+        EXPECT_EQ(errors.find("Task was destroyed but it is pending!"), std::string::npos) << errors;
     }
 
     const std::vector<FetchStatistic>& done() const { return crawler->done(); }
@@ -90,6 +74,30 @@ public:
     bool interrupted = false;
 
 private:
+    void run_and_check(Duration cancel_after) {
+        crawler = std::make_unique<Crawler>(loop, options);
+        coroutines::Task<void> crawling = loop.create_task(crawler->crawl(), "crawl");
+        bool watchdog_fired = false;
+        {
+            auto on_watchdog = [&watchdog_fired, crawling]() mutable {
+                watchdog_fired = true;
+                crawling.cancel();
+            };
+            auto on_cancel = [crawling]() mutable { crawling.cancel(); };
+            coroutines::TimerGuard watchdog(loop.call_later(20s, on_watchdog));
+            coroutines::TimerGuard canceller(cancel_after > Duration::zero() ? loop.call_later(cancel_after, on_cancel)
+                                                                             : coroutines::TimerHandle());
+            try {
+                loop.run_until_complete(crawling);
+            } catch (const coroutines::CancelledError&) {
+                interrupted = true;
+            }
+        }
+        EXPECT_FALSE(watchdog_fired) << "the crawl did not finish within 20 s";
+        EXPECT_EQ(loop.pending_timers(), 0u) << "a timer was left behind";
+        EXPECT_EQ(loop.watched_descriptors(), 0u) << "a socket is still watched";
+    }
+
     const TestSite& site_;
 };
 
