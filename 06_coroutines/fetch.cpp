@@ -38,10 +38,10 @@ constexpr std::size_t receive_size = 64 * 1024;
 // keeps `phase` up to date, so that fetch() can name the phase a deadline interrupted. It throws
 // for every error; fetch() turns exceptions into the Result.
 //
-// `result` and `phase` are references into fetch()'s frame, and `request` is fetch()'s own. That is
-// safe because fetch awaits this task (through wait_for, which returns only once it has finished),
-// so it never outlives that frame: if the frame is destroyed, the only handle to this task goes
-// with it.
+// `result` and `phase` are references into fetch()'s frame, and `request` is the one fetch() reads
+// (which outlives fetch). That is safe because fetch awaits this task (through wait_for, which
+// returns only once it has finished), so it never outlives that frame: if the frame is destroyed,
+// the only handle to this task goes with it.
 Task<void> exchange(EventLoop& loop, const Request& request, std::size_t body_cap, Result& result,
                     const char*& phase) {
     // 1. Connect. A name may resolve to several addresses ("localhost" is ::1 and 127.0.0.1): try

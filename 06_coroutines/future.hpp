@@ -15,8 +15,8 @@
 //
 // A Future is a handle to a shared state: copies of a Future are the same future, and the state
 // lives as long as any copy, or any task waiting on it, holds it. That is what lets a future be
-// held by several parties at once: the code that will set it (a timer, a socket's reader, a Queue's
-// list of waiters) and the task waiting for it. Each keeps its own handle and none has to outlive
+// held by several parties at once: the code that will set it (a timer's callback, a Queue's list
+// of waiters) and the task waiting for it. Each keeps its own handle and none has to outlive
 // the others. (asyncio gets the same from Python's references.) A moved-from Future is empty.
 //
 // How a task waits on a future with co_await is in task.hpp: a Future itself knows nothing of

@@ -82,9 +82,11 @@
 // suspension. For every other future (a timer, a socket, a Queue's wake-up) asyncio's rule holds.
 //
 // The same difference means a cancel passed down to a child task may come back unused: the child
-// keeps it for its next suspension, and may finish without one. The parent then takes it back, and
-// its own next suspension throws (TaskBase::resume_from_wait). A cancel() that returned true is
-// thrown somewhere, exactly once, unless the task finishes first.
+// keeps it for its next suspension, and may finish without one. The parent then takes it back
+// (TaskBase::resume_from_wait): it gets the child's result and its own next suspension throws; or,
+// if the child failed, its co_await throws CancelledError instead of the child's exception, which
+// is dropped (asyncio's rule again: a cancellation wins over what the awaited future holds). A
+// cancel() that returned true is thrown somewhere, exactly once, unless the task finishes first.
 #pragma once
 
 #include <coroutine>

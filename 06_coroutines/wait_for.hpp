@@ -28,9 +28,9 @@ public:
 // The result of `task`, or TimeoutError if it has not finished `timeout` after wait_for's first
 // step. A task that was not started yet starts inside that step, at the co_await below, like a
 // function call: `co_await wait_for(loop, fetch(url), 10s)` starts the fetch and its deadline
-// together. Cancelling wait_for cancels the task (and still
-// waits for it). If the task finishes anyway after being cancelled at the deadline (it caught the
-// CancelledError and returned a result), its result is returned: it is not thrown away.
+// together. Cancelling wait_for cancels the task (and still waits for it). If the task finishes
+// anyway after being cancelled at the deadline (it caught the CancelledError and returned a
+// result), its result is returned: it is not thrown away.
 //
 // The result is copied out of the task, not moved: wait_for keeps its own handle to the task for
 // the whole wait (the deadline needs it to cancel the task). A large result is better written into
@@ -38,9 +38,10 @@ public:
 template <class T>
 Task<T> wait_for(EventLoop& loop, Task<T> task, Duration timeout) {
     bool timed_out = false;
-    // A named lambda (not a temporary inside a co_await expression: g++ 12 may destroy such a
-    // temporary twice, GCC PR 107288). It refers to this frame; the guard cancels the timer, and so
-    // drops the lambda, before the frame's locals are gone.
+    // Named, as every capturing lambda in this stage's coroutines is: g++ 12 may destroy one twice
+    // when it is a temporary in an expression that also has a co_await (GCC PR 107288). This
+    // expression has none, but a later edit could add one. The lambda refers to this frame; the
+    // guard cancels the timer, and so drops the lambda, before the frame's locals are gone.
     auto on_deadline = [&task, &timed_out] {
         timed_out = true;
         task.cancel();  // our co_await below wakes when the task has finished cancelling

@@ -222,8 +222,8 @@ const ServerProcess& lab_server() {
 // ---- The sample ----
 
 // The sample, and what on_result records for stage 02. on_result holds only a pointer to this, so
-// that copying the Options (stage 06 copies them into every request's coroutine) does not
-// allocate: the benchmark must not add to what it measures.
+// that copying the Options, if a stage does, does not allocate: the benchmark must not add to what
+// it measures.
 struct Sample {
     bool measure_thread_stack = false;  // stage 02: look at the calling thread's stack too
 

@@ -129,11 +129,14 @@ TEST_F(SocketTest, CancellingASocketWaitRemovesItsRegistrationFromEpoll) {
     int ours = -1;
     int theirs = -1;
     std::tie(ours, theirs) = socket_pair();
-    auto receive = [](EventLoop& l, int fd) -> Task<std::string> { co_return co_await sock_recv(l, fd, 100); };
+    auto receive = [](EventLoop& l, int fd) -> Task<std::string> {
+        co_return co_await sock_recv(l, fd, 100);
+    };
     Task<std::string> receiving = loop.create_task(receive(loop, ours));
     run_one_turn(loop);
     ASSERT_TRUE(epoll_watches(ours));
     receiving.cancel();
+    EXPECT_FALSE(epoll_watches(ours));  // at once, not on a later turn: the socket may close first
     EXPECT_THROW(run_within(loop, receiving), CancelledError);
     EXPECT_FALSE(epoll_watches(ours));
     expect_loop_is_clean(loop);  // nothing registered, nothing to wait for
