@@ -1,66 +1,11 @@
-// When epoll refuses a socket, only that request fails. EPOLL_CTL_ADD fails with ENOSPC once this
-// user watches as many descriptors as /proc/sys/fs/epoll/max_user_watches allows, or with ENOMEM.
-// No test can reach that limit (it is counted across the whole system, and large), so this file
-// stands in for the kernel: a definition of a C library function in the program itself takes
-// precedence over the library's, and so every epoll_ctl call of this test program comes to the
-// one below first.
-#include <sys/epoll.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
+// When epoll refuses a socket, only that request fails, with `limit`, and the others go on.
+// tests/support/epoll_refusal.cpp stands in for the kernel's epoll_ctl to make epoll refuse one.
 #include <gtest/gtest.h>
 
-#include <cerrno>
-#include <chrono>
-#include <vector>
-
 #include "04_callbacks/fetch.hpp"
-#include "lab/labserver.hpp"
-#include "tests/support/stage_support.hpp"
-
-namespace {
-
-// How many more EPOLL_CTL_ADDs made by this thread fail with ENOSPC. Counted per thread, so that
-// the in-process lab server, whose epoll loop runs on a thread of its own, is never refused.
-thread_local int adds_to_refuse = 0;
-
-}  // namespace
-
-extern "C" int epoll_ctl(int epoll_fd, int operation, int fd, epoll_event* event) noexcept {
-    if (operation == EPOLL_CTL_ADD && adds_to_refuse > 0) {
-        --adds_to_refuse;
-        errno = ENOSPC;
-        return -1;
-    }
-    return static_cast<int>(::syscall(SYS_epoll_ctl, epoll_fd, operation, fd, event));
-}
-
-namespace {
-
-using namespace std::chrono_literals;
-using namespace sixways::testing_support;  // on_loopback, numbered_requests, with_timeout, ...
-using sixways::ErrorKind;
-using sixways::Request;
-using sixways::Result;
-using sixways::callbacks::fetch_all;
+#include "tests/support/epoll_refusal.hpp"
 
 TEST(Callbacks, FailsARequestWhoseSocketEpollRefusesWithLimitAndGoesOn) {
-    const int before = open_descriptors();
-    {
-        sixways::lab::LabServer server(on_loopback(0ms));
-        server.start();
-        const std::vector<Request> requests = numbered_requests(server, 3);
-        adds_to_refuse = 1;  // the first request's socket
-        const std::vector<Result> results = fetch_all(requests, with_timeout(5s, 1));
-        adds_to_refuse = 0;
-        ASSERT_EQ(results.size(), requests.size());
-        EXPECT_EQ(results[0].error, ErrorKind::limit);
-        EXPECT_EQ(results[0].error_message, sixways::errno_message("epoll_ctl", ENOSPC));
-        for (std::size_t k = 1; k < results.size(); ++k) {
-            EXPECT_TRUE(results[k].ok()) << k << ": " << results[k].error_message;
-        }
-    }
-    EXPECT_EQ(open_descriptors(), before);  // the refused socket was closed too
+    using sixways::testing_support::expect_a_refused_socket_fails_only_its_request;
+    expect_a_refused_socket_fails_only_its_request(&sixways::callbacks::fetch_all);
 }
-
-}  // namespace

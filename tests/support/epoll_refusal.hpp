@@ -1,0 +1,16 @@
+// When epoll refuses a socket, only that request may fail: the check that stages 04 and 05 share.
+// epoll_refusal.cpp stands in for the kernel's epoll_ctl in every test program that links it (the
+// CMake target sixways_epoll_refusal), so that a test can make epoll refuse one socket.
+#pragma once
+
+#include "common/fetch.hpp"
+
+namespace sixways::testing_support {
+
+// Fetches three requests from an in-process lab server with `fetch_all`, while epoll refuses the
+// first request's socket (EPOLL_CTL_ADD fails with ENOSPC), and checks that only that request
+// failed, with `limit` and "epoll_ctl: No space left on device", and that no descriptor is left
+// open.
+void expect_a_refused_socket_fails_only_its_request(const FetchAll& fetch_all);
+
+}  // namespace sixways::testing_support
