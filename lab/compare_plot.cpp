@@ -22,9 +22,13 @@ constexpr double plot_left = 80, plot_right = 610, plot_top = 50, plot_bottom = 
 constexpr double legend_left = 630;
 constexpr double inset = 14;  // the decades end this far inside the frame, so no dot is cut in half
 
-// Colours that stay apart from each other on white (Tableau's palette, yellow left out).
+// Colours that stay apart from each other on white: Tableau's ten (yellow left out) first, then ten
+// more, so that a run with two servers and the peers (up to 18 lines) still gives every line a
+// colour of its own.
 constexpr const char* colours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                   "#b07aa1", "#9c755f", "#ff9da7", "#bcbd22", "#555555"};
+                                   "#b07aa1", "#9c755f", "#ff9da7", "#bcbd22", "#555555",
+                                   "#a0cbe8", "#ffbe7d", "#6a3d9a", "#1b9e77", "#8cd17d",
+                                   "#e7298a", "#d7b5a6", "#7570b3", "#b6992d", "#bab0ac"};
 
 // A log axis from 10^low to 10^high mapped onto pixels [from, to].
 struct LogAxis {
