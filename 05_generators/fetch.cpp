@@ -169,9 +169,10 @@ public:
             // epoll_event.data holds the slot of the fetch that armed the descriptor. That is safe
             // because (1) a fetch has one descriptor in epoll at a time, and one epoll_wait reports
             // a descriptor at most once, so a batch has at most one event per fetch; (2) a fetch's
-            // descriptors close when it finishes, and the kernel drops a closed descriptor from
-            // epoll, pending events included; (3) freed slots are refilled only after the whole
-            // batch and the timers: an event never reaches a different fetch, or a freed frame.
+            // socket closes when it finishes, and the kernel drops a socket from epoll, pending
+            // events included, when its last descriptor closes (this stage never duplicates one);
+            // (3) freed slots are refilled only after the whole batch and the timers: an event
+            // never reaches a different fetch, or a freed frame.
             // (EPOLLONESHOT, in arm, is not one of these reasons: what it adds is that a descriptor
             // stays quiet from its event until its fetch waits on it again.)
             for (int i = 0; i < ready; ++i) {
