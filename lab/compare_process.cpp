@@ -22,6 +22,8 @@
 #include <thread>
 
 #include "common/fetch.hpp"
+#include "common/http.hpp"
+#include "common/url.hpp"
 #include "lab/compare.hpp"
 
 namespace sixways::lab {
@@ -330,8 +332,8 @@ bool answers(std::uint16_t port, const char* target, int status) {
     address.sin_port = htons(port);
     std::string reply;
     if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-        const std::string request = std::string("GET ") + target +
-                                    " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+        const std::string request =
+            build_get_request(parse_url("http://127.0.0.1:" + std::to_string(port) + target));
         if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
             static_cast<ssize_t>(request.size())) {
             char buffer[512];
