@@ -4,8 +4,9 @@
 // a generator cannot hand its waiting to a sub-generator: the loop knew about descriptors and
 // deadlines, and everything else was done by hand. Here `co_await` composes. The fetch awaits
 // sock_connect, sock_sendall and sock_recv, futures that the socket completes; the deadline is
-// wait_for around the whole exchange, a coroutine of its own; the concurrency limit is a Semaphore; all requests together
-// are one gather. The loop underneath (event_loop.hpp) knows nothing of HTTP.
+// wait_for around the whole exchange, a coroutine of its own; the concurrency limit is a
+// Semaphore; all requests together are one gather. The loop underneath (event_loop.hpp) knows
+// nothing of HTTP.
 #pragma once
 
 #include <cstddef>

@@ -24,7 +24,8 @@ enum class Interest { readable, writable };
 template <class T>
 class SocketWait : public detail::ValueState<T> {
 public:
-    SocketWait(EventLoop& loop, int fd, Interest interest) : detail::ValueState<T>(&loop), fd_(fd), interest_(interest) {}
+    SocketWait(EventLoop& loop, int fd, Interest interest)
+        : detail::ValueState<T>(&loop), fd_(fd), interest_(interest) {}
     ~SocketWait() override { stop_watching(); }  // the frame that awaited us is gone
     SocketWait(const SocketWait&) = delete;
     SocketWait& operator=(const SocketWait&) = delete;
