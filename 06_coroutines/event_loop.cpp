@@ -70,6 +70,7 @@ EventLoop::~EventLoop() {
 // _run_once says the same of itself; the one thing that runs elsewhere is the first step of a task
 // started by co_await, inside the step that awaits it, like a function call). A turn:
 //
+//   0. Hand epoll the changes the last turn made to what each descriptor waits for (apply_changes).
 //   1. Wait in epoll_wait: not at all if something is ready to run, until the nearest timer if
 //      there is one, for as long as it takes otherwise.
 //   2. Call the reader or writer of each descriptor epoll reported.
@@ -91,16 +92,18 @@ EventLoop::~EventLoop() {
 // the whole batch; but add_reader takes any callback, and the loop must be safe for all of them.)
 //
 // So epoll_event.data never holds a pointer (it could point to freed memory by the time we read
-// it). It holds the descriptor number AND the generation of its registration: watches_[fd] counts
-// how many times the number was added to epoll. Each event is checked against the table right
-// before its callback runs (run_io): a descriptor removed earlier in this batch is no longer
-// registered, and a number reused in this batch carries a newer generation. Either way the stale
-// event is dropped, and it never reaches an object that is gone or a socket it was not about.
+// it). It holds the descriptor number AND a generation: watches_[fd] counts how many times the
+// number was left with no reader and no writer, or closed. Each event is checked against the table
+// right before its callback runs (run_io): a descriptor removed or closed earlier in this batch
+// carries a newer generation by then, and so does a number that a new socket has taken since.
+// Either way the stale event is dropped, and it never reaches an object that is gone or a socket
+// it was not about.
 // (Stage 04 solved the same problem with a shared Handle object per registration; a number
 // and a counter do it without an allocation per wait.) Timers have the same guard: a due timer
 // cancelled by an earlier callback of the same turn is skipped, so a response and its timeout
 // never both happen.
 void EventLoop::run_once() {
+    apply_changes();
     int count = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), poll_timeout_ms());
     if (count < 0) {
         if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "epoll_wait");
@@ -125,7 +128,7 @@ void EventLoop::run_io(int fd, std::uint32_t generation, Direction direction) {
     Watch& watch = watches_[static_cast<std::size_t>(fd)];
     // Stale: removed earlier in this batch, or removed and added again (perhaps for a new socket
     // with the same number). See "The stale-event problem" above.
-    if (watch.registered == 0 || watch.generation != generation || !watch.wants(direction)) return;
+    if (watch.generation != generation || !watch.wants(direction)) return;
 
     // Most callbacks remove themselves when their wait is over. Destroying a std::function while it
     // runs would pull the code out from under it, so it runs from a local, and goes back into its
@@ -231,16 +234,25 @@ void EventLoop::add_watch(int fd, Direction direction, Callback callback) {
     if (!callback) throw std::invalid_argument("add_reader/add_writer: empty callback");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(static_cast<std::size_t>(fd) + 1);
     Watch& watch = watches_[static_cast<std::size_t>(fd)];
+    const bool was_watched = watch.wanted();
     const bool was_wanted = watch.wants(direction);
-    (direction == Direction::read ? watch.reading : watch.writing) = true;
-    try {
-        update_registration(fd);
-    } catch (...) {
-        (direction == Direction::read ? watch.reading : watch.writing) = was_wanted;
-        throw;
+    if (watch.registered == 0) {
+        // New to epoll: add it now, so that a refusal reaches the caller. EBADF, EPERM (a regular
+        // file), ENOMEM, ENOSPC (the per-user limit on watched descriptors).
+        epoll_event event{};
+        event.events = watch.interest() | (direction == Direction::read ? EPOLLIN : EPOLLOUT);
+        event.data.u64 = pack(fd, watch.generation);
+        if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) < 0) {
+            throw std::system_error(errno, std::generic_category(), "epoll_ctl");
+        }
+        watch.registered = event.events;
+    } else {
+        note_change(fd);  // epoll has it already: the new interest goes with the next batch
     }
+    (direction == Direction::read ? watch.reading : watch.writing) = true;
     watch.callback(direction) = std::move(callback);  // replaces any earlier one
     if (!was_wanted) ++watching_;
+    if (!was_watched) ++watched_;
 }
 
 bool EventLoop::remove_watch(int fd, Direction direction) {
@@ -250,42 +262,84 @@ bool EventLoop::remove_watch(int fd, Direction direction) {
     (direction == Direction::read ? watch.reading : watch.writing) = false;
     watch.callback(direction) = nullptr;  // safe even for the running callback: run_io holds it
     --watching_;
-    update_registration(fd);
+    if (!watch.wanted()) {
+        --watched_;
+        // Nobody wants this number now: an event of this turn for it is for nobody, even if a
+        // reader or writer comes back before the turn ends (see run_once).
+        ++watch.generation;
+        watch.emptied = true;
+    }
+    note_change(fd);
     return true;
 }
 
-// Brings epoll's one registration for fd in line with its reader and writer: ADD when the first of
-// them arrives (with a new generation), MOD when the set changes, DEL when the last one leaves.
-void EventLoop::update_registration(int fd) {
-    Watch& watch = watches_[static_cast<std::size_t>(fd)];
-    const std::uint32_t wanted = (watch.reading ? EPOLLIN : 0u) | (watch.writing ? EPOLLOUT : 0u);
-    if (wanted == watch.registered) return;
-    if (wanted == 0) {
-        // Fails only if fd was closed before it was removed (the kernel then dropped it already);
-        // nothing is left to undo, and removal must not throw.
-        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+void EventLoop::remove_and_close(int fd) {
+    if (fd < 0) return;
+    if (static_cast<std::size_t>(fd) < watches_.size()) {
+        Watch& watch = watches_[static_cast<std::size_t>(fd)];
+        watching_ -= (watch.reading ? 1 : 0) + (watch.writing ? 1 : 0);
+        if (watch.wanted()) --watched_;
+        watch.reading = false;
+        watch.writing = false;
+        watch.reader = nullptr;  // safe even for the running callback: run_io holds it
+        watch.writer = nullptr;
+        // close() below takes the socket out of epoll: there is nothing left to tell epoll, and if
+        // fd is in changed_, apply_changes finds nothing to do. The next socket with this number
+        // starts afresh, with an EPOLL_CTL_ADD and a new generation.
         watch.registered = 0;
-        --registered_;
-        return;
-    }
-    const bool adding = watch.registered == 0;
-    epoll_event event{};
-    event.events = wanted;
-    event.data.u64 = pack(fd, adding ? watch.generation + 1 : watch.generation);
-    if (epoll_ctl(epoll_fd_, adding ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) < 0) {
-        // A removal (a MOD that narrows the set) must not throw, and can fail only for a descriptor
-        // closed while still registered, which the kernel has dropped already: run_io ignores the
-        // side nobody wants any more. An addition that fails is the caller's to hear about: EBADF,
-        // EPERM (a regular file), ENOMEM, ENOSPC (the per-user limit on watched descriptors).
-        const bool narrowing = (wanted & ~watch.registered) == 0;
-        if (narrowing) return;
-        throw std::system_error(errno, std::generic_category(), "epoll_ctl");
-    }
-    if (adding) {
+        watch.emptied = false;
         ++watch.generation;
-        ++registered_;
     }
-    watch.registered = wanted;
+    ::close(fd);  // never retried: Linux frees the number even when close() reports an error
+}
+
+void EventLoop::note_change(int fd) {
+    Watch& watch = watches_[static_cast<std::size_t>(fd)];
+    if (watch.changed) return;
+    watch.changed = true;
+    changed_.push_back(fd);
+}
+
+// Tells epoll what each descriptor changed during the last turn now waits for: one epoll_ctl per
+// descriptor, however many times its reader and writer came and went (libuv batches its changes
+// the same way). A request of this stage, for instance, removes its connect's writer and adds its
+// recv's reader in the same turn: one EPOLL_CTL_MOD, where telling epoll at once would take a DEL
+// and an ADD. Changes wait for this moment without harm: nothing can happen to a descriptor in
+// epoll until the next epoll_wait, and that comes right after.
+//
+// A descriptor closed with close() instead of remove_and_close() has left epoll already, without
+// the loop knowing: then DEL fails (EBADF or ENOENT), which is fine, and MOD fails with ENOENT if
+// a new socket took the number, which must then be ADDed.
+void EventLoop::apply_changes() {
+    int error = 0;
+    for (const int fd : changed_) {
+        Watch& watch = watches_[static_cast<std::size_t>(fd)];
+        watch.changed = false;
+        const std::uint32_t wanted = watch.interest();
+        const bool emptied = std::exchange(watch.emptied, false);
+        // Nothing to tell: never added (or closed), or back as it was with the same generation.
+        if (watch.registered == 0 || (wanted == watch.registered && !emptied)) continue;
+        if (wanted == 0) {
+            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+            watch.registered = 0;
+            continue;
+        }
+        epoll_event event{};
+        event.events = wanted;
+        event.data.u64 = pack(fd, watch.generation);  // a new generation if it was emptied
+        int done = epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &event);
+        if (done < 0 && errno == ENOENT) done = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
+        if (done < 0) {
+            error = errno;
+            watch.registered = 0;
+            continue;
+        }
+        watch.registered = wanted;
+    }
+    changed_.clear();
+    // Only for a descriptor closed behind the loop's back whose number a new socket took, and then
+    // only if epoll refuses that socket (ENOMEM, ENOSPC): its waits can never end.
+    if (error != 0) throw std::system_error(error, std::generic_category(), "epoll_ctl");
 }
 
 // ---- Timers and the ready queue --------------------------------------------------------------------

@@ -10,7 +10,8 @@
 //   TimerHandle t = loop.call_later(2s, [] { ... });  // once, 2 s from now
 //   t.cancel();                                       // it will never run
 //   loop.add_reader(fd, [] { ... });                  // every turn in which fd is readable
-//   loop.remove_reader(fd);                           // before close(fd)
+//   loop.remove_reader(fd);                           // when the wait is over
+//   loop.remove_and_close(fd);                        // instead of close(fd), once it was watched
 //   Task<int> task = loop.create_task(work());        // starts on the next turn
 //   int answer = loop.run_until_complete(task);       // turns the loop until the task is done
 //
@@ -117,15 +118,21 @@ public:
     // (the callback's own recv() says which), until remove_reader(fd). Level-triggered: a callback
     // that leaves bytes unread is called again on the next turn. A second add_reader for the same fd
     // replaces the first. Throws std::invalid_argument for a negative fd or an empty callback, and
-    // std::system_error if epoll refuses the descriptor.
+    // std::system_error if epoll refuses a descriptor it did not have yet.
     void add_reader(int fd, Callback callback);
     // The same for writable. A socket is writable nearly all the time: remove a writer as soon as
     // there is nothing left to write, or the loop never sleeps.
     void add_writer(int fd, Callback callback);
-    // Returns false if there was nothing to remove. Call these BEFORE close(fd): the kernel may give
-    // the number to the next socket at once. Never throws, so destructors may call them.
+    // Returns false if there was nothing to remove. The callback is never called again, even for
+    // an event this turn has already collected. Never throws, so destructors may call them.
     bool remove_reader(int fd);
     bool remove_writer(int fd);
+    // Removes fd's reader and writer, if any, and closes fd. Close a descriptor this loop has
+    // watched this way rather than with close(fd): the loop hands its changes to epoll in a batch,
+    // just before it polls (see apply_changes), and must hear that the number is free before the
+    // kernel gives it to the next socket. It also saves a system call: close() takes a socket out
+    // of epoll by itself (when no other descriptor refers to it), so no EPOLL_CTL_DEL is needed.
+    void remove_and_close(int fd);
 
     // ---- Tasks (defined in task.hpp) ----
     // Schedules the task's first step for the next turn and returns it. Keep the returned handle:
@@ -156,7 +163,7 @@ public:
     // What the loop would wait for, for tests and for debugging a program that hangs: timers not
     // cancelled, and descriptors with a reader or a writer.
     std::size_t pending_timers() const { return timers_.size() - cancelled_in_heap_; }
-    std::size_t watched_descriptors() const { return registered_; }
+    std::size_t watched_descriptors() const { return watched_; }
 
 private:
     friend class TimerHandle;
@@ -180,9 +187,13 @@ private:
         bool reading = false;          // a reader is registered (its callback may be running)
         bool writing = false;
         std::uint32_t registered = 0;  // what epoll has now: 0, EPOLLIN, EPOLLOUT or both
-        std::uint32_t generation = 0;  // counts the EPOLL_CTL_ADDs of this number (see run_once)
+        std::uint32_t generation = 0;  // goes up each time nobody wants the number (see run_once)
+        bool changed = false;          // in changed_: epoll has not heard of the last change yet
+        bool emptied = false;          // this batch of changes left it unwanted for a while
 
         bool wants(Direction d) const { return d == Direction::read ? reading : writing; }
+        bool wanted() const { return reading || writing; }
+        std::uint32_t interest() const { return (reading ? EPOLLIN : 0u) | (writing ? EPOLLOUT : 0u); }
         Callback& callback(Direction d) { return d == Direction::read ? reader : writer; }
     };
 
@@ -196,7 +207,8 @@ private:
 
     void add_watch(int fd, Direction direction, Callback callback);
     bool remove_watch(int fd, Direction direction);
-    void update_registration(int fd);
+    void note_change(int fd);
+    void apply_changes();
 
     void drop_cancelled_timers();
 
@@ -208,8 +220,9 @@ private:
 
     int epoll_fd_ = -1;
     std::vector<Watch> watches_;  // indexed by descriptor number: O(1), no hashing
+    std::vector<int> changed_;    // descriptors whose change epoll has not heard of yet
     std::size_t watching_ = 0;    // readers + writers registered
-    std::size_t registered_ = 0;  // descriptors in epoll
+    std::size_t watched_ = 0;     // descriptors with a reader or a writer
     std::array<epoll_event, 1024> events_{};
 
     std::vector<std::shared_ptr<detail::Timer>> timers_;  // a min-heap on (when, sequence)

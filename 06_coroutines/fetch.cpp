@@ -52,7 +52,7 @@ Task<void> exchange(EventLoop& loop, const Request& request, std::size_t body_ca
     std::optional<SocketError> last_error;
     for (const Address& address : request.addresses) {
         try {
-            Socket attempt = Socket::open(address.family());  // EMFILE: out of descriptors
+            Socket attempt = Socket::open(loop, address.family());  // EMFILE: out of descriptors
             co_await sock_connect(loop, attempt.fd(), address);
             socket = std::move(attempt);
             break;
@@ -127,8 +127,8 @@ Task<Result> fetch(EventLoop& loop, const Request& request, const Options& optio
         fail(result, error.kind, error.what());
     } catch (const SocketError& error) {
         fail(result, kind_for(error.error_number(), phase), error.what());
-    } catch (const std::system_error& error) {  // epoll_ctl could not watch the socket (ENOMEM, ENOSPC)
-        fail(result, kind_for(error.code().value(), phase), error.what());
+    } catch (const std::system_error& error) {  // epoll could not watch the socket: ENOMEM, ENOSPC
+        fail(result, kind_for_errno(error.code().value(), ErrorKind::limit), error.what());
     }
     result.timing.done = Clock::now();
     if (options.on_result) options.on_result(index, result);

@@ -1,7 +1,6 @@
 #include "06_coroutines/socket.hpp"
 
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <memory>
@@ -181,14 +180,10 @@ private:
 SocketError::SocketError(const char* call, int error_number)
     : std::runtime_error(errno_message(call, error_number)), error_number_(error_number) {}
 
-Socket Socket::open(int family) {
+Socket Socket::open(EventLoop& loop, int family) {
     const int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) throw SocketError("socket", errno);
-    return Socket(fd);
-}
-
-void Socket::close() {
-    if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+    return Socket(loop, fd);
 }
 
 Future<void> sock_connect(EventLoop& loop, int fd, const Address& address) {

@@ -1,7 +1,7 @@
 // Sockets for the loop: an RAII socket and three calls that wait for it the way stage 01 blocked
 // on it (asyncio: loop.sock_connect, loop.sock_sendall, loop.sock_recv).
 //
-//   Socket socket = Socket::open(address.family());      // non-blocking; closed by ~Socket
+//   Socket socket = Socket::open(loop, address.family());  // non-blocking; closed by ~Socket
 //   co_await sock_connect(loop, socket.fd(), address);
 //   co_await sock_sendall(loop, socket.fd(), request);
 //   std::string data = co_await sock_recv(loop, socket.fd(), 16 * 1024);   // "" at end of stream
@@ -15,7 +15,7 @@
 // The registration lives exactly as long as the wait: it is removed when the future completes,
 // when it is cancelled (a cancelled task cancels the future it waits on), and when the future is
 // destroyed (with the frame of a task destroyed while it waited). So a cancelled wait leaves
-// nothing registered with epoll, and a socket is never closed while the loop still watches it.
+// nothing registered with the loop, and a socket is never closed while the loop still watches it.
 // Like every future, one of these must not outlive its loop.
 #pragma once
 
@@ -40,16 +40,18 @@ private:
     int error_number_;
 };
 
-// Owns one descriptor and closes it exactly once: when destroyed (also when the coroutine frame
-// that holds it is destroyed), or by close(). Move-only.
+// Owns one descriptor and closes it exactly once, through its loop's remove_and_close (the loop
+// must hear that the number is free): when destroyed (also when the coroutine frame that holds it
+// is destroyed), or by close(). Move-only.
 class Socket {
 public:
     Socket() = default;
-    explicit Socket(int fd) : fd_(fd) {}
-    Socket(Socket&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    Socket(EventLoop& loop, int fd) : loop_(&loop), fd_(fd) {}
+    Socket(Socket&& other) noexcept : loop_(other.loop_), fd_(std::exchange(other.fd_, -1)) {}
     Socket& operator=(Socket&& other) noexcept {
         if (this != &other) {
             close();
+            loop_ = other.loop_;
             fd_ = std::exchange(other.fd_, -1);
         }
         return *this;
@@ -58,17 +60,18 @@ public:
     Socket& operator=(const Socket&) = delete;
     ~Socket() { close(); }
 
-    // A new non-blocking TCP socket (close-on-exec). Throws SocketError("socket", errno): EMFILE
-    // when this process has no descriptor left.
-    static Socket open(int family);
+    // A new non-blocking TCP socket (close-on-exec) for `loop`. Throws SocketError("socket",
+    // errno): EMFILE when this process has no descriptor left.
+    static Socket open(EventLoop& loop, int family);
 
     int fd() const { return fd_; }
     explicit operator bool() const { return fd_ >= 0; }
-    // Never retried: Linux frees the descriptor even when close() reports an error, and a second
-    // close() could hit a descriptor that was reused meanwhile.
-    void close();
+    void close() {
+        if (fd_ >= 0) loop_->remove_and_close(std::exchange(fd_, -1));
+    }
 
 private:
+    EventLoop* loop_ = nullptr;
     int fd_ = -1;
 };
 

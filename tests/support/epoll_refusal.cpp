@@ -23,10 +23,12 @@ namespace {
 // How many more EPOLL_CTL_ADDs made by this thread fail with ENOSPC. Counted per thread, so that
 // the in-process lab server, whose epoll loop runs on a thread of its own, is never refused.
 thread_local int adds_to_refuse = 0;
+thread_local sixways::testing_support::EpollCtlCalls calls;
 
 }  // namespace
 
 extern "C" int epoll_ctl(int epoll_fd, int operation, int fd, epoll_event* event) noexcept {
+    ++(operation == EPOLL_CTL_ADD ? calls.add : operation == EPOLL_CTL_MOD ? calls.mod : calls.del);
     if (operation == EPOLL_CTL_ADD && adds_to_refuse > 0) {
         --adds_to_refuse;
         errno = ENOSPC;
@@ -36,6 +38,8 @@ extern "C" int epoll_ctl(int epoll_fd, int operation, int fd, epoll_event* event
 }
 
 namespace sixways::testing_support {
+
+EpollCtlCalls epoll_ctl_calls() { return calls; }
 
 void expect_a_refused_socket_fails_only_its_request(const FetchAll& fetch_all) {
     using namespace std::chrono_literals;

@@ -1,6 +1,7 @@
-// When epoll refuses a socket, only that request may fail: the check that stages 04 and 05 share.
+// When epoll refuses a socket, only that request may fail: the check that stages 04 to 06 share.
 // epoll_refusal.cpp stands in for the kernel's epoll_ctl in every test program that links it (the
-// CMake target sixways_epoll_refusal), so that a test can make epoll refuse one socket.
+// CMake target sixways_epoll_refusal), so that a test can make epoll refuse one socket, and count
+// the calls a loop makes.
 #pragma once
 
 #include "common/fetch.hpp"
@@ -12,5 +13,14 @@ namespace sixways::testing_support {
 // failed, with `limit` and "epoll_ctl: No space left on device", and that no descriptor is left
 // open.
 void expect_a_refused_socket_fails_only_its_request(const FetchAll& fetch_all);
+
+// The epoll_ctl calls this thread has made so far, by operation. (Per thread: an in-process lab
+// server's calls are not counted.)
+struct EpollCtlCalls {
+    int add = 0;
+    int mod = 0;
+    int del = 0;
+};
+EpollCtlCalls epoll_ctl_calls();
 
 }  // namespace sixways::testing_support
