@@ -8,8 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <initializer_list>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 namespace sixways::callbacks {
 
@@ -40,7 +42,8 @@ EventLoop::~EventLoop() { close(epoll_fd_); }
 // ---- One turn of the loop --------------------------------------------------------------------
 
 // run_once is the only place where callbacks are called (asyncio's BaseEventLoop._run_once says the
-// same of itself). A turn has two halves:
+// same of itself). A turn has two halves, after it has handed epoll the changes that the last turn
+// made to what each descriptor waits for (apply_changes):
 //
 //   1. Collect. Wait in epoll_wait (no longer than the nearest timer allows), then append to the
 //      ready queue the reader and writer of every descriptor epoll reported, then every timer
@@ -79,6 +82,7 @@ EventLoop::~EventLoop() { close(epoll_fd_); }
 // The price: one shared_ptr copy per event (a reference count, no allocation). A Handle is
 // allocated once per add_reader/add_writer/call_later/call_soon, never per event.
 void EventLoop::run_once() {
+    apply_changes();
     const int count = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()),
                                  epoll_timeout_ms());
     if (count < 0 && errno != EINTR) {
@@ -163,51 +167,111 @@ bool EventLoop::remove_writer(int fd) { return remove_watch(fd, Direction::write
 void EventLoop::add_watch(int fd, Direction direction, Callback callback) {
     if (fd < 0) throw std::invalid_argument("add_reader/add_writer: negative descriptor");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(fd + 1);
-    std::shared_ptr<Handle>& slot = watches_[fd].handle(direction);
-    std::shared_ptr<Handle> previous = std::move(slot);
-    slot = std::make_shared<Handle>(std::move(callback));
-    try {
-        update_registration(fd);
-    } catch (...) {
-        slot = std::move(previous);  // as if we had never been called
-        throw;
+    Watch& watch = watches_[fd];
+    if (watch.registered == 0) {
+        // New to epoll: add it now, so that a refusal reaches the caller. EBADF, EPERM (a regular
+        // file), ENOMEM, ENOSPC (the per-user limit on watched descriptors).
+        epoll_event event{};
+        event.events = direction == Direction::read ? EPOLLIN : EPOLLOUT;
+        event.data.fd = fd;  // only the number: see "The stale-event problem" above run_once
+        if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) < 0) {
+            throw std::system_error(errno, std::generic_category(), "epoll_ctl");
+        }
+        watch.registered = event.events;
+    } else {
+        note_change(fd);  // epoll has it already: the new interest goes with the next batch
     }
-    if (previous) {
-        previous->cancelled = true;  // replaced: an event already queued for it must not run
+    std::shared_ptr<Handle>& slot = watch.handle(direction);
+    if (slot) {
+        slot->cancelled = true;  // replaced: an event already queued for it must not run
     } else {
         ++watching_;
     }
+    slot = std::make_shared<Handle>(std::move(callback));
 }
 
 bool EventLoop::remove_watch(int fd, Direction direction) {
     if (fd < 0 || static_cast<std::size_t>(fd) >= watches_.size()) return false;
-    std::shared_ptr<Handle>& slot = watches_[fd].handle(direction);
+    Watch& watch = watches_[fd];
+    std::shared_ptr<Handle>& slot = watch.handle(direction);
     if (!slot) return false;
     // Only flag it: if it is the callback running right now, destroying its std::function would
     // pull the code out from under it. The ready queue's reference frees it at the end of the turn.
     slot->cancelled = true;
     slot.reset();
     --watching_;
-    update_registration(fd);
+    if (!watch.reader && !watch.writer) watch.emptied = true;
+    note_change(fd);
     return true;
 }
 
-// Brings epoll's one registration for fd in line with its reader and writer: ADD when the first
-// of them arrives, MOD when the set changes, DEL when the last one leaves.
-void EventLoop::update_registration(int fd) {
-    Watch& watch = watches_[fd];
-    const std::uint32_t wanted = (watch.reader ? EPOLLIN : 0u) | (watch.writer ? EPOLLOUT : 0u);
-    if (wanted == watch.registered) return;
-    const int operation = watch.registered == 0 ? EPOLL_CTL_ADD
-                          : wanted == 0         ? EPOLL_CTL_DEL
-                                                : EPOLL_CTL_MOD;
-    epoll_event event{};
-    event.events = wanted;
-    event.data.fd = fd;  // only the number: see "The stale-event problem" above run_once
-    if (epoll_ctl(epoll_fd_, operation, fd, &event) < 0) {
-        throw std::system_error(errno, std::generic_category(), "epoll_ctl");
+void EventLoop::remove_and_close(int fd) {
+    if (fd < 0) return;
+    if (static_cast<std::size_t>(fd) < watches_.size()) {
+        Watch& watch = watches_[fd];
+        for (std::shared_ptr<Handle>* slot : {&watch.reader, &watch.writer}) {
+            if (!*slot) continue;
+            (*slot)->cancelled = true;
+            slot->reset();
+            --watching_;
+        }
+        // close() below takes the socket out of epoll: there is nothing left to tell epoll, and if
+        // fd is in changed_, apply_changes finds nothing to do. The next socket with this number
+        // starts afresh, with an EPOLL_CTL_ADD.
+        watch.registered = 0;
+        watch.emptied = false;
     }
-    watch.registered = wanted;
+    ::close(fd);  // never retried: Linux frees the number even when close() reports an error
+}
+
+void EventLoop::note_change(int fd) {
+    Watch& watch = watches_[fd];
+    if (watch.changed) return;
+    watch.changed = true;
+    changed_.push_back(fd);
+}
+
+// Tells epoll what each descriptor changed during the last turn now waits for: one epoll_ctl per
+// descriptor, however many times its reader and writer came and went (libuv batches its changes
+// the same way). A Fetcher, for instance, swaps its writer for a reader once its request is sent:
+// one EPOLL_CTL_MOD, where telling epoll at once would take two. Changes wait for this moment
+// without harm: nothing can happen to a descriptor in epoll until the next epoll_wait, and that
+// comes right after.
+//
+// A descriptor closed with close() instead of remove_and_close() has left epoll already, without
+// the loop knowing: then DEL fails (EBADF or ENOENT), which is fine, and MOD fails with ENOENT if
+// a new socket took the number, which must then be ADDed. That is why a descriptor that was left
+// with nothing to watch, and is wanted again, always gets a MOD, even for the interest it had.
+void EventLoop::apply_changes() {
+    int error = 0;
+    for (const int fd : changed_) {
+        Watch& watch = watches_[fd];
+        watch.changed = false;
+        const std::uint32_t wanted = watch.interest();
+        const bool emptied = std::exchange(watch.emptied, false);
+        // Nothing to tell: never added (or closed), or back as it was.
+        if (watch.registered == 0 || (wanted == watch.registered && !emptied)) continue;
+        if (wanted == 0) {
+            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+            watch.registered = 0;
+            continue;
+        }
+        epoll_event event{};
+        event.events = wanted;
+        event.data.fd = fd;
+        int done = epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &event);
+        if (done < 0 && errno == ENOENT) done = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
+        if (done < 0) {
+            error = errno;
+            watch.registered = 0;
+            continue;
+        }
+        watch.registered = wanted;
+    }
+    changed_.clear();
+    // Only for a descriptor closed behind the loop's back whose number a new socket took, and then
+    // only if epoll refuses that socket (ENOMEM, ENOSPC): its waits could never end.
+    if (error != 0) throw std::system_error(error, std::generic_category(), "epoll_ctl");
 }
 
 // ---- Timers and ready callbacks --------------------------------------------------------------

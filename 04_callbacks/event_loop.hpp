@@ -5,7 +5,8 @@
 //   EventLoop loop;
 //   loop.add_writer(fd, [&] { ... });              // call me when fd can be written
 //   loop.add_reader(fd, [&] { ... });              // call me when fd can be read (or has hung up)
-//   loop.remove_writer(fd);                        // stop calling; do this before close(fd)
+//   loop.remove_writer(fd);                        // stop calling
+//   loop.remove_and_close(fd);                     // instead of close(fd), once it was watched
 //   TimerHandle t = loop.call_later(10s, [&] { ... });
 //   t.cancel();                                    // it will never run, even if already due
 //   loop.call_soon([&] { ... });                   // on the next turn of the loop
@@ -79,17 +80,23 @@ public:
     // Calls `callback` on every turn in which fd is readable, or has an error or a hang-up (so
     // the callback's own recv() learns what happened), until remove_reader(fd). A second add_reader
     // for the same fd replaces the first. Level-triggered: a callback that does not read everything
-    // is simply called again on the next turn. Throws std::system_error if epoll_ctl fails.
+    // is simply called again on the next turn. Throws std::system_error if epoll refuses a
+    // descriptor it did not have yet.
     void add_reader(int fd, Callback callback);
     // The same for writable. Remove a writer as soon as there is nothing left to write: a socket is
     // writable almost all the time, and a writer left behind turns the loop into a busy loop.
     void add_writer(int fd, Callback callback);
 
     // Returns false if there was nothing to remove. An event for fd that this turn has already
-    // collected is dropped. Call these before close(fd): the loop must forget a descriptor before
-    // the kernel can hand its number to a new socket.
+    // collected is dropped.
     bool remove_reader(int fd);
     bool remove_writer(int fd);
+    // Removes fd's reader and writer, if any, and closes fd. Close a descriptor this loop has
+    // watched this way rather than with close(fd): the loop hands its changes to epoll in a batch,
+    // just before it polls (see apply_changes), and must hear that the number is free before the
+    // kernel gives it to the next socket. It also saves a system call: close() takes a socket out
+    // of epoll by itself (when no other descriptor refers to it), so no EPOLL_CTL_DEL is needed.
+    void remove_and_close(int fd);
 
     // Calls `callback` once, on the first turn after time() reaches `when` (never before it).
     // Timers with equal deadlines run in the order they were scheduled.
@@ -118,16 +125,20 @@ private:
         std::shared_ptr<Handle> reader;
         std::shared_ptr<Handle> writer;
         std::uint32_t registered = 0;  // 0, EPOLLIN, EPOLLOUT or both
+        bool changed = false;          // in changed_: epoll has not heard of the last change yet
+        bool emptied = false;          // this batch of changes left it unwanted for a while
 
         std::shared_ptr<Handle>& handle(Direction direction) {
             return direction == Direction::read ? reader : writer;
         }
+        std::uint32_t interest() const { return (reader ? EPOLLIN : 0u) | (writer ? EPOLLOUT : 0u); }
     };
 
     void run_once();
     void add_watch(int fd, Direction direction, Callback callback);
     bool remove_watch(int fd, Direction direction);
-    void update_registration(int fd);
+    void note_change(int fd);
+    void apply_changes();
     void cancel_timer(Timer& timer);
     bool has_live_timers() const { return timers_.size() > cancelled_in_heap_; }
     void drop_cancelled_timers();
@@ -135,6 +146,7 @@ private:
 
     int epoll_fd_ = -1;
     std::vector<Watch> watches_;  // indexed by descriptor number: O(1) lookup, no hashing
+    std::vector<int> changed_;    // descriptors whose change epoll has not heard of yet
     std::size_t watching_ = 0;    // readers + writers registered
 
     std::vector<std::shared_ptr<Timer>> timers_;  // a min-heap on (when, sequence)

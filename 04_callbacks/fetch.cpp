@@ -25,7 +25,6 @@
 #include "04_callbacks/fetch.hpp"
 
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <array>
 #include <cerrno>
@@ -150,13 +149,11 @@ private:
         }
         result_.timing.sent = loop_.time();
         phase_ = Phase::receiving;
-        // Reader first, then writer: the descriptor stays registered in epoll throughout, and
-        // only its interest changes (EPOLL_CTL_MOD twice), rather than leaving epoll and entering
-        // it again (DEL, then ADD: the kernel frees its entry and allocates a new one).
+        // Swap the writer for a reader. Nothing more to write: with a writer left registered,
+        // epoll_wait would return at once on every turn (a socket is writable almost all the time),
+        // and that is stage 03's busy loop all over again. The loop tells epoll of both changes at
+        // its next poll, in one EPOLL_CTL_MOD.
         loop_.add_reader(fd_, [this] { on_readable(); });
-        // Nothing more to write: stop watching for writable at once. A socket is writable almost
-        // all the time, and with a writer left registered epoll_wait would return at once on every
-        // turn: stage 03's busy loop all over again.
         loop_.remove_writer(fd_);
     }
 
@@ -234,13 +231,11 @@ private:
         done_();
     }
 
-    // The order matters: remove the descriptor from the loop before close() releases its number,
-    // which the very next socket() may reuse. Closed once: fd_ is -1 afterwards.
+    // Through the loop, which drops the socket's reader and writer and must hear that the number
+    // is free before the very next socket() reuses it. Closed once: fd_ is -1 afterwards.
     void close_socket() {
         if (fd_ < 0) return;
-        loop_.remove_reader(fd_);
-        loop_.remove_writer(fd_);
-        ::close(fd_);  // never retried: Linux frees the number even when close() reports an error
+        loop_.remove_and_close(fd_);
         fd_ = -1;
     }
 

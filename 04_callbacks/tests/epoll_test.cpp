@@ -1,0 +1,142 @@
+// What the reactor tells epoll, counted by tests/support/epoll_refusal.cpp, which stands in for the
+// kernel's epoll_ctl in this program: changes go in one batch per turn, a socket closed through the
+// loop costs no EPOLL_CTL_DEL, a socket closed behind the loop's back is still handled, and a
+// socket that epoll refuses fails only its own request, with `limit`, while the others go on.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <vector>
+
+#include "04_callbacks/event_loop.hpp"
+#include "04_callbacks/fetch.hpp"
+#include "lab/labserver.hpp"
+#include "tests/support/epoll_refusal.hpp"
+#include "tests/support/stage_support.hpp"
+
+namespace sixways::callbacks {
+namespace {
+
+using namespace std::chrono_literals;
+using testing_support::epoll_ctl_calls;
+using testing_support::EpollCtlCalls;
+
+// The calls made since `before`.
+EpollCtlCalls since(const EpollCtlCalls& before) {
+    const EpollCtlCalls now = epoll_ctl_calls();
+    return {now.add - before.add, now.mod - before.mod, now.del - before.del};
+}
+
+// A connected pair of non-blocking UNIX stream sockets.
+void socket_pair(int& ours, int& theirs) {
+    int ends[2] = {-1, -1};
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends), 0);
+    ours = ends[0];
+    theirs = ends[1];
+}
+
+TEST(Callbacks, FailsARequestWhoseSocketEpollRefusesWithLimitAndGoesOn) {
+    using sixways::testing_support::expect_a_refused_socket_fails_only_its_request;
+    expect_a_refused_socket_fails_only_its_request(&sixways::callbacks::fetch_all);
+}
+
+// What a Fetcher does once its request is sent: its reader comes and its writer goes in the same
+// callback. Told at once, epoll would hear two MODs; batched, it hears one.
+TEST(CallbacksEpoll, AWriterSwappedForAReaderInOneTurnReachesEpollAsOneMod) {
+    EventLoop loop;
+    int ours = -1;
+    int theirs = -1;
+    socket_pair(ours, theirs);
+    const EpollCtlCalls before = epoll_ctl_calls();
+    int reads = 0;
+    loop.add_writer(ours, [&] {
+        loop.add_reader(ours, [&] {
+            char byte;
+            if (::read(ours, &byte, 1) == 1) ++reads;
+            loop.remove_reader(ours);
+        });
+        loop.remove_writer(ours);
+        ASSERT_EQ(::write(theirs, "x", 1), 1);
+    });
+    EXPECT_EQ(since(before).add, 1);  // a new descriptor is added at once
+    loop.call_later(50ms, [] {});     // one more turn after the reader has gone
+    loop.run();
+    EXPECT_EQ(reads, 1);
+    const EpollCtlCalls calls = since(before);
+    EXPECT_EQ(calls.add, 1);
+    EXPECT_EQ(calls.mod, 1);
+    EXPECT_EQ(calls.del, 1);  // the reader's removal, on the turn after it: the socket stays open
+    ::close(ours);
+    ::close(theirs);
+}
+
+TEST(CallbacksEpoll, RemoveAndCloseLeavesEpollWithoutADel) {
+    EventLoop loop;
+    int ours = -1;
+    int theirs = -1;
+    socket_pair(ours, theirs);
+    const EpollCtlCalls before = epoll_ctl_calls();
+    loop.add_reader(ours, [] {});
+    loop.remove_and_close(ours);
+    loop.call_later(10ms, [] {});  // a turn, in which the loop would tell epoll of any change
+    loop.run();
+    const EpollCtlCalls calls = since(before);
+    EXPECT_EQ(calls.add, 1);
+    EXPECT_EQ(calls.del, 0);
+    ::close(theirs);
+}
+
+// A program that closes a watched descriptor itself, after remove_reader, while the DEL still
+// waits for the next turn, and whose next socket gets the same number and the same interest: the
+// loop must still register the new socket (its MOD fails with ENOENT, and it ADDs instead).
+TEST(CallbacksEpoll, ANumberClosedBehindTheLoopsBackAndReusedIsWatchedAgain) {
+    EventLoop loop;
+    int old_socket = -1;
+    int old_peer = -1;
+    socket_pair(old_socket, old_peer);
+    loop.add_reader(old_socket, [] {});
+    loop.remove_reader(old_socket);
+    ::close(old_socket);
+    int fresh = -1;
+    int fresh_peer = -1;
+    socket_pair(fresh, fresh_peer);
+    if (fresh != old_socket) {  // the lowest free number is usually the one just closed
+        ASSERT_EQ(::dup2(fresh, old_socket), old_socket);
+        ::close(fresh);
+        fresh = old_socket;
+    }
+    int reads = 0;
+    TimerHandle watchdog = loop.call_later(2s, [&] { loop.remove_reader(fresh); });  // no hang
+    loop.add_reader(fresh, [&] {
+        char byte;
+        if (::read(fresh, &byte, 1) == 1) ++reads;
+        loop.remove_reader(fresh);
+        watchdog.cancel();
+    });
+    ASSERT_EQ(::write(fresh_peer, "x", 1), 1);
+    loop.run();
+    EXPECT_EQ(reads, 1);
+    loop.remove_and_close(fresh);
+    ::close(old_peer);
+    ::close(fresh_peer);
+}
+
+// A whole request: one ADD (the connect's writer) and one MOD (writer swapped for the reader), and
+// no DEL, since its socket is closed through the loop. Told at once, epoll heard four calls.
+TEST(CallbacksEpoll, ARequestCostsOneAddAndOneModAndNoDel) {
+    lab::LabServer server(testing_support::on_loopback(50ms));  // the reply cannot beat the send
+    server.start();
+    const std::vector<Request> requests = testing_support::numbered_requests(server, 3);
+    const EpollCtlCalls before = epoll_ctl_calls();
+    const std::vector<Result> results = fetch_all(requests, testing_support::with_timeout(5s));
+    const EpollCtlCalls calls = since(before);
+    testing_support::expect_each_numbered_body(results);
+    EXPECT_EQ(calls.add, 3);
+    EXPECT_EQ(calls.mod, 3);
+    EXPECT_EQ(calls.del, 0);
+}
+
+}  // namespace
+}  // namespace sixways::callbacks
