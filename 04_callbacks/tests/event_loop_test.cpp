@@ -248,9 +248,11 @@ TEST(CallbacksEventLoop, AnEventForAClosedDescriptorNeverReachesANewSocketThatRe
     int replacement_calls = 0;
     int reused_number = -1;
     int closed_number = -1;
-    // Whichever of a and b runs first closes the other (after removing it, as required) and opens
-    // a new socket pair: the kernel hands out the lowest free number, the one just closed. The
-    // closed socket's event is still in this turn's ready queue.
+    // Whichever of a and b runs first closes the other and opens a new socket pair: the kernel
+    // hands out the lowest free number, the one just closed. The closed socket's event is still in
+    // this turn's ready queue. (It removes the reader, then closes the socket itself rather than
+    // with remove_and_close: the harder case for the loop, which must still register the new
+    // socket on the recycled number.)
     auto first = [&](SocketPair& self, SocketPair& other) {
         ++first_calls;
         loop.remove_reader(self.reading_end());
