@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "06_coroutines/gather.hpp"
-#include "06_coroutines/semaphore.hpp"
 #include "06_coroutines/socket.hpp"
 #include "06_coroutines/wait_for.hpp"
 #include "common/http.hpp"
@@ -110,10 +109,7 @@ void fail(Result& result, ErrorKind kind, std::string message) {
 
 }  // namespace
 
-Task<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index,
-                   Semaphore* slots) {
-    std::optional<Semaphore::Guard> slot;
-    if (slots != nullptr) slot.emplace(co_await slots->guard());
+Task<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index) {
     Result result;
     const char* phase = "connecting";
     result.timing.start = Clock::now();
@@ -133,22 +129,49 @@ Task<Result> fetch(EventLoop& loop, const Request& request, const Options& optio
     result.timing.done = Clock::now();
     if (options.on_result) options.on_result(index, result);
     co_return result;
-    // `slot` releases here: the next waiting request starts.
 }
 
-// fetch_all's requests, options and Semaphore outlive every task, as fetch requires: the loop runs
-// to the end, and is destroyed with every task, inside this function.
+namespace {
+
+// With a limit of C requests in flight: C of these share the list, each taking the next request as
+// soon as its last one is done (the crawler's workers do the same with a Queue). `next` and
+// `results` belong to fetch_all, which outlives every worker.
+Task<void> worker(EventLoop& loop, const std::vector<Request>& requests, const Options& options,
+                  std::size_t& next, std::vector<Result>& results) {
+    while (next < requests.size()) {
+        const std::size_t index = next++;
+        results[index] = co_await fetch(loop, requests[index], options, index);
+    }
+}
+
+}  // namespace
+
+// fetch_all's requests and options outlive every task, as fetch requires: the loop runs to the end,
+// and is destroyed with every task, inside this function.
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options) {
     EventLoop loop;
-    std::optional<Semaphore> slots;
-    if (options.concurrency > 0 && options.concurrency < requests.size()) slots.emplace(loop, options.concurrency);
-    std::vector<Task<Result>> tasks;
-    tasks.reserve(requests.size());
-    for (std::size_t index = 0; index < requests.size(); ++index) {
-        Task<Result> task = fetch(loop, requests[index], options, index, slots ? &*slots : nullptr);
-        tasks.push_back(loop.create_task(std::move(task), "request " + std::to_string(index)));
+    if (options.concurrency == 0 || options.concurrency >= requests.size()) {
+        // All at once: one task per request, and a gather for their results, in request order.
+        std::vector<Task<Result>> tasks;
+        tasks.reserve(requests.size());
+        for (std::size_t index = 0; index < requests.size(); ++index) {
+            Task<Result> task = fetch(loop, requests[index], options, index);
+            tasks.push_back(loop.create_task(std::move(task), "request " + std::to_string(index)));
+        }
+        return loop.run_until_complete(gather(loop, std::move(tasks)));
     }
-    return loop.run_until_complete(gather(loop, std::move(tasks)));
+    // At most C at once: C workers. asyncio code often writes this as one task per request, each
+    // waiting for a slot of a Semaphore; but then every task exists from the start, frame and all,
+    // while it waits for its slot: a run of a million requests would hold a million frames.
+    std::vector<Result> results(requests.size());
+    std::size_t next = 0;
+    std::vector<Task<void>> workers;
+    for (std::size_t k = 0; k < options.concurrency; ++k) {
+        Task<void> task = worker(loop, requests, options, next, results);
+        workers.push_back(loop.create_task(std::move(task), "worker " + std::to_string(k)));
+    }
+    loop.run_until_complete(gather(loop, std::move(workers)));
+    return results;
 }
 
 }  // namespace sixways::coroutines

@@ -4,9 +4,9 @@
 // a generator cannot hand its waiting to a sub-generator: the loop knew about descriptors and
 // deadlines, and everything else was done by hand. Here `co_await` composes. The fetch awaits
 // sock_connect, sock_sendall and sock_recv, futures that the socket completes; the deadline is
-// wait_for around the whole exchange, a coroutine of its own; the concurrency limit is a
-// Semaphore; all requests together are one gather. The loop underneath (event_loop.hpp) knows
-// nothing of HTTP.
+// wait_for around the whole exchange, a coroutine of its own; all requests together are one
+// gather, or, with a concurrency limit, C workers that share the list. The loop underneath
+// (event_loop.hpp) knows nothing of HTTP.
 #pragma once
 
 #include <cstddef>
@@ -18,16 +18,11 @@
 
 namespace sixways::coroutines {
 
-class Semaphore;
-
 // One request from its first connect to its last byte, within options.timeout, with every error
-// turned into the Result (the fetch throws only CancelledError, when it is cancelled). With
-// `slots`, it first waits for one of the semaphore's slots (fetch_all's --concurrency), and holds
-// it until the result is final. Calls options.on_result(index, result), when set, as soon as the
-// result is final. `request`, `options` and `slots` are read while the task runs, so they must
-// outlive it.
-Task<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index = 0,
-                   Semaphore* slots = nullptr);
+// turned into the Result (the fetch throws only CancelledError, when it is cancelled). Calls
+// options.on_result(index, result), when set, as soon as the result is final. `request` and
+// `options` are read while the task runs, so they must outlive it.
+Task<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index = 0);
 
 // The library call of this stage: one fetch per request, all at once or at most
 // options.concurrency at a time, on one event loop; on_result as each finishes; results in order.
