@@ -1,5 +1,5 @@
-// Semaphore: at most N tasks at a time past this point (asyncio.Semaphore). fetch_all uses one for
-// --concurrency.
+// Semaphore: at most N tasks at a time past this point (asyncio.Semaphore). For tasks that exist
+// anyway; fetch_all's --concurrency uses workers instead, so that waiting requests cost no task.
 //
 //   Semaphore slots(loop, 4);
 //   {
