@@ -8,13 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <vector>
 
 #include "04_callbacks/event_loop.hpp"
 #include "04_callbacks/fetch.hpp"
-#include "lab/labserver.hpp"
 #include "tests/support/epoll_refusal.hpp"
-#include "tests/support/stage_support.hpp"
 
 namespace sixways::callbacks {
 namespace {
@@ -126,16 +123,7 @@ TEST(CallbacksEpoll, ANumberClosedBehindTheLoopsBackAndReusedIsWatchedAgain) {
 // A whole request: one ADD (the connect's writer) and one MOD (writer swapped for the reader), and
 // no DEL, since its socket is closed through the loop. Told at once, epoll heard four calls.
 TEST(CallbacksEpoll, ARequestCostsOneAddAndOneModAndNoDel) {
-    lab::LabServer server(testing_support::on_loopback(50ms));  // the reply cannot beat the send
-    server.start();
-    const std::vector<Request> requests = testing_support::numbered_requests(server, 3);
-    const EpollCtlCalls before = epoll_ctl_calls();
-    const std::vector<Result> results = fetch_all(requests, testing_support::with_timeout(5s));
-    const EpollCtlCalls calls = since(before);
-    testing_support::expect_each_numbered_body(results);
-    EXPECT_EQ(calls.add, 3);
-    EXPECT_EQ(calls.mod, 3);
-    EXPECT_EQ(calls.del, 0);
+    testing_support::expect_one_add_and_one_mod_per_request(&fetch_all);
 }
 
 }  // namespace

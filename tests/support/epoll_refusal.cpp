@@ -41,6 +41,19 @@ namespace sixways::testing_support {
 
 EpollCtlCalls epoll_ctl_calls() { return calls; }
 
+void expect_one_add_and_one_mod_per_request(const FetchAll& fetch_all) {
+    using namespace std::chrono_literals;
+    lab::LabServer server(on_loopback(50ms));
+    server.start();
+    const std::vector<Request> requests = numbered_requests(server, 3);
+    const EpollCtlCalls before = calls;
+    const std::vector<Result> results = fetch_all(requests, with_timeout(5s));
+    expect_each_numbered_body(results);
+    EXPECT_EQ(calls.add - before.add, 3);
+    EXPECT_EQ(calls.mod - before.mod, 3);
+    EXPECT_EQ(calls.del - before.del, 0);
+}
+
 void expect_a_refused_socket_fails_only_its_request(const FetchAll& fetch_all) {
     using namespace std::chrono_literals;
     const int before = open_descriptors();

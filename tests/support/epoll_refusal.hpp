@@ -14,6 +14,12 @@ namespace sixways::testing_support {
 // open.
 void expect_a_refused_socket_fails_only_its_request(const FetchAll& fetch_all);
 
+// Fetches three requests from an in-process lab server that answers after 50 ms (so that no answer
+// is there before the first recv), and checks that `fetch_all` made one EPOLL_CTL_ADD and one
+// EPOLL_CTL_MOD per request, and no EPOLL_CTL_DEL: the connect's "writable" becomes "readable", and
+// the socket leaves epoll by being closed.
+void expect_one_add_and_one_mod_per_request(const FetchAll& fetch_all);
+
 // The epoll_ctl calls this thread has made so far, by operation. (Per thread: an in-process lab
 // server's calls are not counted.)
 struct EpollCtlCalls {
