@@ -172,7 +172,7 @@ void EventLoop::add_watch(int fd, Direction direction, Callback callback) {
         // New to epoll: add it now, so that a refusal reaches the caller. EBADF, EPERM (a regular
         // file), ENOMEM, ENOSPC (the per-user limit on watched descriptors).
         epoll_event event{};
-        event.events = direction == Direction::read ? EPOLLIN : EPOLLOUT;
+        event.events = watch.interest() | (direction == Direction::read ? EPOLLIN : EPOLLOUT);
         event.data.fd = fd;  // only the number: see "The stale-event problem" above run_once
         if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) < 0) {
             throw std::system_error(errno, std::generic_category(), "epoll_ctl");

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <string>
 #include <tuple>
 
 #include "06_coroutines/event_loop.hpp"
