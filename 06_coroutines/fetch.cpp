@@ -68,9 +68,12 @@ Task<void> exchange(EventLoop& loop, const Request& request, std::size_t body_ca
     co_await sock_sendall(loop, socket.fd(), std::move(request_bytes));
     result.timing.sent = Clock::now();
 
-    // 3. Receive until the parser says the response is complete. A server may keep the connection
-    //    open after answering; waiting for it to close would wait until the deadline.
+    // 3. Wait for the answer: the server has only just got the request, so a recv() now would find
+    //    nothing, and cost a system call per request. Then receive until the parser says the
+    //    response is complete. A server may keep the connection open after answering; waiting for
+    //    it to close would wait until the deadline.
     phase = "waiting";
+    co_await wait_readable(loop, socket.fd());
     ResponseParser parser(body_cap);
     for (;;) {
         const std::string data = co_await sock_recv(loop, socket.fd(), receive_size);

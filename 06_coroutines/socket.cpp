@@ -175,6 +175,15 @@ private:
     std::size_t max_bytes_;
 };
 
+// Readable is all it waits for: the call that follows (sock_recv) does the reading.
+class ReadableWait final : public SocketWait<void> {
+public:
+    ReadableWait(EventLoop& loop, int fd) : SocketWait(loop, fd, Interest::readable) {}
+
+private:
+    void on_ready() override { succeed(); }
+};
+
 }  // namespace
 
 SocketError::SocketError(const char* call, int error_number)
@@ -206,6 +215,12 @@ Future<void> sock_sendall(EventLoop& loop, int fd, std::string data) {
 
 Future<std::string> sock_recv(EventLoop& loop, int fd, std::size_t max_bytes) {
     return try_then_watch<std::string>(std::make_shared<RecvWait>(loop, fd, max_bytes));
+}
+
+Future<void> wait_readable(EventLoop& loop, int fd) {
+    auto wait = std::make_shared<ReadableWait>(loop, fd);
+    wait->watch();  // no try: on_ready() would succeed at once, readable or not
+    return SocketFuture<void>(std::move(wait));
 }
 
 }  // namespace sixways::coroutines

@@ -86,4 +86,10 @@ Future<void> sock_sendall(EventLoop& loop, int fd, std::string data);
 // the peer has closed its end. Fails with SocketError("recv", ...), e.g. for a reset.
 Future<std::string> sock_recv(EventLoop& loop, int fd, std::size_t max_bytes);
 
+// Done when `fd` is readable (bytes to read, the end of the stream, or an error to collect), without
+// reading anything and without a try first. For a wait whose first try would be wasted: a client
+// that has just sent its request is waiting for a server that has not answered yet. (trio calls it
+// wait_readable; asyncio code gets it from loop.add_reader and a future.)
+Future<void> wait_readable(EventLoop& loop, int fd);
+
 }  // namespace sixways::coroutines

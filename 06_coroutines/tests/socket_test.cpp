@@ -53,6 +53,37 @@ TEST_F(SocketTest, SockRecvReturnsWhatArrivedAndAnEmptyStringAtTheEndOfTheStream
     ::close(ours);
 }
 
+TEST_F(SocketTest, WaitReadableFinishesWhenBytesArriveAndLeavesThemToBeRead) {
+    EventLoop loop;
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
+    Future<void> readable = wait_readable(loop, ours);
+    run_one_turn(loop);  // nothing has arrived: it waits
+    EXPECT_FALSE(readable.done());
+    EXPECT_TRUE(epoll_watches(ours));
+    ASSERT_EQ(::write(theirs, "hello", 5), 5);
+    run_within(loop, readable);
+    EXPECT_EQ(loop.watched_descriptors(), 0u);
+    char buffer[16];
+    EXPECT_EQ(::recv(ours, buffer, sizeof buffer, MSG_DONTWAIT), 5);  // still there for sock_recv
+    ::close(ours);
+    ::close(theirs);
+}
+
+TEST_F(SocketTest, WaitReadableWaitsForATurnEvenWhenBytesAreThereAlready) {
+    EventLoop loop;
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
+    ASSERT_EQ(::write(theirs, "hello", 5), 5);
+    Future<void> readable = wait_readable(loop, ours);
+    EXPECT_FALSE(readable.done());  // no try first: only epoll says it is readable
+    run_within(loop, readable);
+    ::close(ours);
+    ::close(theirs);
+}
+
 TEST_F(SocketTest, SockSendallSendsEverythingEvenWhenTheSendBufferFillsUp) {
     EventLoop loop;
     int ours = -1;
