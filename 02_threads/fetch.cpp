@@ -265,7 +265,7 @@ Result fetch_one(const Request& request, const Options& options) {
     //    The time left is set again before every recv(). Setting the whole timeout once would bound
     //    each call, not the request: a server that sends one byte every second would keep every
     //    single call short and the request going forever.
-    ResponseParser parser(options.body_cap);
+    ResponseParser parser(options.body_cap, options.keep_headers);
     char buffer[16 * 1024];
     for (;;) {
         const bool first = timing.first_byte == Clock::time_point{};

@@ -77,7 +77,8 @@ struct Connection {
     enum class Phase { connecting, sending, receiving, finished };
 
     Connection(std::size_t index, const Request& request, const Options& options)
-        : index(index), request(request), options(options), parser(options.body_cap) {}
+        : index(index), request(request), options(options),
+          parser(options.body_cap, options.keep_headers) {}
 
     std::size_t index;       // the request's position in `requests`, and its result's
     const Request& request;

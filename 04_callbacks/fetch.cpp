@@ -50,7 +50,7 @@ public:
     Fetcher(EventLoop& loop, const Request& request, const Options& options, Result& result,
             Callback done)
         : loop_(loop), request_(request), options_(options), result_(result),
-          done_(std::move(done)), parser_(options.body_cap) {}
+          done_(std::move(done)), parser_(options.body_cap, options.keep_headers) {}
     ~Fetcher() {
         timeout_.cancel();
         close_socket();

@@ -102,7 +102,7 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
     // 3. Receive until the parser says the response is complete, or the server closes. Read
     //    until recv() says EAGAIN (nothing more for now), and only then wait: epoll reports
     //    readiness, not amounts, so we take everything that is there each time we are resumed.
-    ResponseParser parser(options.body_cap);
+    ResponseParser parser(options.body_cap, options.keep_headers);
     for (;;) {
         const ssize_t n = receive_into(socket.fd(), parser);
         if (n > 0) {

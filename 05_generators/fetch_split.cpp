@@ -113,7 +113,7 @@ Fetch send_all(int fd, const std::string& text, const Options& options, Result& 
 
 // Receives the response into result.response, or the error into `result`.
 Fetch receive_response(int fd, const Options& options, Result& result) {
-    ResponseParser parser(options.body_cap);
+    ResponseParser parser(options.body_cap, options.keep_headers);
     for (;;) {
         const ssize_t n = receive_into(fd, parser);
         if (n > 0) {

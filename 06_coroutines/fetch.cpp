@@ -37,11 +37,11 @@ constexpr std::size_t receive_size = 64 * 1024;
 // keeps `phase` up to date, so that fetch() can name the phase a deadline interrupted. It throws
 // for every error; fetch() turns exceptions into the Result.
 //
-// `result` and `phase` are references into fetch()'s frame, and `request` is the one fetch() reads
-// (which outlives fetch). That is safe because fetch awaits this task (through wait_for, which
-// returns only once it has finished), so it never outlives that frame: if the frame is destroyed,
-// the only handle to this task goes with it.
-Task<void> exchange(EventLoop& loop, const Request& request, std::size_t body_cap, Result& result,
+// `result` and `phase` are references into fetch()'s frame, and `request` and `options` are the
+// ones fetch() reads (which outlive fetch). That is safe because fetch awaits this task (through
+// wait_for, which returns only once it has finished), so it never outlives that frame: if the
+// frame is destroyed, the only handle to this task goes with it.
+Task<void> exchange(EventLoop& loop, const Request& request, const Options& options, Result& result,
                     const char*& phase) {
     // 1. Connect. A name may resolve to several addresses ("localhost" is ::1 and 127.0.0.1): try
     //    each in turn until one accepts; the last error is the one reported.
@@ -74,7 +74,7 @@ Task<void> exchange(EventLoop& loop, const Request& request, std::size_t body_ca
     //    it to close would wait until the deadline.
     phase = "waiting";
     co_await wait_readable(loop, socket.fd());
-    ResponseParser parser(body_cap);
+    ResponseParser parser(options.body_cap, options.keep_headers);
     for (;;) {
         const std::string data = co_await sock_recv(loop, socket.fd(), receive_size);
         if (data.empty()) {
@@ -119,7 +119,7 @@ Task<Result> fetch(EventLoop& loop, const Request& request, const Options& optio
     try {
         // wait_for starts exchange() at once, inside this step: the clock and the deadline start
         // as the connect does.
-        co_await wait_for(loop, exchange(loop, request, options.body_cap, result, phase), options.timeout);
+        co_await wait_for(loop, exchange(loop, request, options, result, phase), options.timeout);
     } catch (const TimeoutError&) {
         fail(result, ErrorKind::timeout, timeout_message(options.timeout, phase));
     } catch (const FetchError& error) {

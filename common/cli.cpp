@@ -521,7 +521,9 @@ int run_stage(int argc, char** argv, const StageInfo& stage) {
         Options options;
         options.concurrency = stage.one_at_a_time ? 1 : cli.concurrency;
         options.timeout = cli.timeout;
-        options.body_cap = 0;  // the report counts body bytes; keeping them would cost memory
+        // The report counts body bytes and reads no header: keeping them would only cost memory.
+        options.body_cap = 0;
+        options.keep_headers = false;
         options.on_result = [&run](std::size_t index, const Result& result) {
             run.record(index, result);
         };

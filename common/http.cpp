@@ -176,7 +176,8 @@ std::string build_get_request(const Url& url) {
     return request;
 }
 
-ResponseParser::ResponseParser(std::size_t body_cap) : body_cap_(body_cap) {}
+ResponseParser::ResponseParser(std::size_t body_cap, bool keep_headers)
+    : body_cap_(body_cap), keep_headers_(keep_headers) {}
 
 bool ResponseParser::headers_done() const { return headers_done_; }
 
@@ -338,6 +339,11 @@ ResponseParser::Status ResponseParser::on_header_line(std::string_view line) {
     if (std::string message = parse_field_line(line, "header", field); !message.empty()) {
         return fail(std::move(message));
     }
+    // Headers not kept are still read up to the end of the head, for the two that frame the body.
+    if (!keep_headers_ && !equals_ignoring_case(field.name, "Content-Length") &&
+        !equals_ignoring_case(field.name, "Transfer-Encoding")) {
+        return status_;
+    }
     response_.headers.push_back(std::move(field));
     return status_;
 }
@@ -356,7 +362,14 @@ ResponseParser::Status ResponseParser::on_end_of_head() {
         return status_;
     }
     headers_done_ = true;
+    const Status status = choose_framing();
+    if (!keep_headers_) std::vector<Header>().swap(response_.headers);  // the framing has read them
+    return status;
+}
 
+// The framing of a final response's body, from its status and headers.
+ResponseParser::Status ResponseParser::choose_framing() {
+    const int code = response_.status;
     // 204 No Content and 304 Not Modified never have a body, whatever their headers say.
     if (code == 204 || code == 304) return complete();
 

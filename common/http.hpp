@@ -42,7 +42,10 @@ public:
     static constexpr std::size_t max_header_bytes = 64 * 1024;
     static constexpr std::size_t default_body_cap = 16 * 1024 * 1024;
 
-    explicit ResponseParser(std::size_t body_cap = default_body_cap);
+    // Keeps the first body_cap bytes of the body (all of them are counted), and the headers unless
+    // keep_headers is false: then they are read only for the framing, and response().headers
+    // stays empty. A client that reads only the status saves a few hundred bytes a response.
+    explicit ResponseParser(std::size_t body_cap = default_body_cap, bool keep_headers = true);
 
     // Feeds the next bytes of the connection. Returns complete as soon as the framing says the
     // response has ended (bytes after that are ignored: a server that keeps the connection open
@@ -77,6 +80,7 @@ private:
     Status on_status_line(std::string_view line);
     Status on_header_line(std::string_view line);
     Status on_end_of_head();
+    Status choose_framing();
     Status on_chunk_size_line(std::string_view line);
     Status on_trailer_line(std::string_view line);
     void append_body(std::string_view bytes);
@@ -89,6 +93,7 @@ private:
     std::string line_;                  // the current line so far (head, chunk-size or trailer)
     std::size_t section_bytes_ = 0;     // bytes of the head (or of the trailer) in finished lines
     std::size_t body_cap_;
+    bool keep_headers_;
     std::uint64_t content_length_ = 0;  // the framing's length, for finish()'s message
     std::uint64_t remaining_ = 0;       // body bytes left (Content-Length) or bytes left in this chunk
     bool received_any_ = false;         // has any byte arrived at all?

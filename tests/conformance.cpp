@@ -371,6 +371,25 @@ TEST_P(Conformance, KeepsOnlyBodyCapBytesButCountsTheWholeBody) {
     }
 }
 
+TEST_P(Conformance, KeepsNoHeadersWhenAskedAndReadsTheBodyAllTheSame) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    Options options = with_timeout(5s);
+    options.keep_headers = false;
+    const std::vector<Request> requests = {request_for(server, "/bytes/1000"),
+                                           request_for(server, "/chunked/1000")};
+    const std::vector<Result> results = fetch(GetParam(), requests, options);
+
+    ASSERT_EQ(results.size(), 2u);
+    for (const Result& result : results) {
+        ASSERT_TRUE(result.ok()) << describe(result);
+        EXPECT_EQ(result.response.status, 200);
+        EXPECT_TRUE(result.response.headers.empty());
+        EXPECT_EQ(result.response.body.size(), 1000u);
+        EXPECT_EQ(result.response.body_bytes, 1000u);
+    }
+}
+
 // ---- Every fault the lab server can play ----
 
 namespace {

@@ -43,7 +43,7 @@ bool wait_until(int fd, short events, Clock::time_point deadline) {
 class Attempt {
 public:
     Attempt(const Request& request, const Options& options)
-        : request_(request), options_(options), parser_(options.body_cap) {}
+        : request_(request), options_(options), parser_(options.body_cap, options.keep_headers) {}
 
     Result run() {
         result_.timing.start = Clock::now();

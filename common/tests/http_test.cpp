@@ -64,8 +64,8 @@ Outcome outcome_of(const ResponseParser& parser) {
 // Feeds the pieces in order, then tells the parser the connection closed (unless it already
 // finished), as a fetcher does when recv() returns 0.
 Outcome parse(const std::vector<std::string_view>& pieces,
-              std::size_t body_cap = ResponseParser::default_body_cap) {
-    ResponseParser parser(body_cap);
+              std::size_t body_cap = ResponseParser::default_body_cap, bool keep_headers = true) {
+    ResponseParser parser(body_cap, keep_headers);
     for (const std::string_view piece : pieces) parser.feed(piece);
     parser.finish();
     return outcome_of(parser);
@@ -185,6 +185,21 @@ std::string sample(std::string_view name) {
     }
     ADD_FAILURE() << "no sample " << name;
     return "";
+}
+
+// The headers are still read for the framing; only keeping them is left out.
+TEST(ResponseParser, WithoutKeepingHeadersFramesEverySampleTheSameAndKeepsNone) {
+    for (const Sample& s : samples()) {
+        SCOPED_TRACE(s.name);
+        Outcome kept = parse(s.text);
+        Outcome not_kept = parse({s.text}, ResponseParser::default_body_cap, false);
+        if (not_kept.headers_done) {
+            EXPECT_TRUE(not_kept.headers.empty()) << not_kept;
+        }
+        kept.headers.clear();
+        not_kept.headers.clear();
+        EXPECT_EQ(not_kept, kept);
+    }
 }
 
 TEST(ResponseParser, ReadsAContentLengthResponse) {
