@@ -334,6 +334,46 @@ std::string format_table(const std::vector<Row>& rows) {
     return table;
 }
 
+std::string format_ratios(const std::vector<Row>& rows) {
+    std::string lines;
+    for (const Row& reference : rows) {
+        if (!reference.yardstick || std::isnan(reference.wall_s())) {
+            continue;
+        }
+        std::string line;
+        for (const Row& row : rows) {
+            if (row.yardstick || row.requests != reference.requests ||
+                row.server != reference.server || std::isnan(row.wall_s())) {
+                continue;
+            }
+            // The table's name without " @ lab": the line says the server once.
+            std::string name = row.program;
+            const std::string suffix = " @ " + row.server;
+            if (!row.server.empty() && name.size() > suffix.size() &&
+                name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+                name.resize(name.size() - suffix.size());
+            }
+            const std::optional<std::size_t> failed = row.failed();
+            line += (line.empty() ? "" : ", ") + name + " " +
+                    format_value(row.wall_s() / reference.wall_s()) +
+                    (failed && *failed > 0 ? " (" + std::to_string(*failed) + " failed)" : "");
+        }
+        if (!line.empty()) {
+            const std::optional<std::size_t> failed = reference.failed();
+            lines += "- N = " + std::to_string(reference.requests) +
+                     (reference.server.empty() ? "" : " @ " + reference.server) +
+                     (failed && *failed > 0
+                          ? " (the yardstick: " + std::to_string(*failed) + " failed)"
+                          : "") +
+                     ": " + line + "\n";
+        }
+    }
+    if (lines.empty()) {
+        return "";
+    }
+    return "Wall time as a multiple of the yardstick's (medians, same N and server):\n" + lines;
+}
+
 std::string format_csv(const std::vector<Row>& rows) {
     std::string csv = "program,requests,runs,wall_s,cpu_s,peak_mb,requests_per_s,p50_ms,p99_ms,"
                       "failed,note,concurrency,server\n";

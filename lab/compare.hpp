@@ -94,6 +94,7 @@ struct Row {
     std::size_t requests = 0;
     std::size_t concurrency = 0;  // the most requests it was allowed in flight: in_flight()
     std::string server;           // the server it fetched from: "lab", "nginx" ("" for --url)
+    bool yardstick = false;       // the yardstick's row: format_ratios measures the others by it
     std::vector<RunReport> runs;  // the runs that produced a report
     std::size_t attempts = 0;     // runs tried (more than runs.size() when some failed)
     std::string note;             // why some or all runs are missing, e.g. "skipped: ..."
@@ -115,6 +116,13 @@ struct Row {
 // The Markdown table, grouped by N in the order given: wall s, CPU s, peak MB, req/s, p50 ms,
 // p99 ms, failed, note. Unknown values are "-".
 std::string format_table(const std::vector<Row>& rows);
+
+// Each program's median wall time as a multiple of the yardstick's, at the same N against the
+// same server: one line per N and server that has a yardstick row with a time, in table order
+// ("- N = 10000 @ lab: 04_callbacks 1.31, 06_coroutines 1.48, ab (ApacheBench) 2.58"), after a
+// line saying what the figures are. A program with failed requests says so, since its time is not
+// the time of N answers. Empty when no yardstick row has a time.
+std::string format_ratios(const std::vector<Row>& rows);
 
 // The same rows as CSV (RFC 4180), with a header line; unknown values are empty. The columns:
 // program, requests, runs, wall_s, cpu_s, peak_mb, requests_per_s, p50_ms, p99_ms, failed, note,

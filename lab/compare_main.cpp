@@ -543,6 +543,7 @@ int compare(const Options& options) {
                 row.requests = n;
                 row.concurrency = sixways::lab::in_flight(program, n, options.concurrency);
                 row.server = target.server;
+                row.yardstick = program.kind == Program::Kind::yardstick;
                 if (auto skip =
                         sixways::lab::skip_note(program, n, options.concurrency, options.delay)) {
                     row.note = *skip;
@@ -623,7 +624,9 @@ int compare(const Options& options) {
     for (const std::string& line : missing) {
         notes += "Not measured: " + line + "\n";
     }
-    std::cout << heading << sixways::lab::format_table(rows) << notes << std::flush;
+    const std::string ratios = sixways::lab::format_ratios(rows);
+    std::cout << heading << sixways::lab::format_table(rows) << (ratios.empty() ? "" : "\n" + ratios)
+              << notes << std::flush;
 
     if (stopped) {
         std::cerr << "compare: interrupted; results.csv and results.svg not written\n";

@@ -314,6 +314,34 @@ TEST(FormatTable, GroupsRowsOfOneNTogetherWhateverTheirOrder) {
     EXPECT_LT(table.find("| b | 10 |"), table.find("| a | 100 |"));
 }
 
+TEST(FormatRatios, GivesEachProgramsTimeAsAMultipleOfTheYardsticksAtTheSameNAndServer) {
+    std::vector<Row> rows = {
+        row_of("04_callbacks @ lab", 100, {run_of(0.3)}),
+        row_of("04_callbacks @ nginx", 100, {run_of(0.5, 2)}),
+        row_of("yardstick (C, no parser) @ lab", 100, {run_of(0.2)}),
+        row_of("yardstick (C, no parser) @ nginx", 100, {run_of(0.4, 1)}),
+        row_of("04_callbacks @ lab", 1000, {}, "skipped: would take about 100 s"),
+        row_of("yardstick (C, no parser) @ lab", 1000, {run_of(0.1)}),
+        row_of("06_coroutines @ lab", 10, {run_of(0.1)}),  // no yardstick at this N
+    };
+    for (Row& row : rows) {
+        row.server = row.program.substr(row.program.rfind(' ') + 1);
+        row.yardstick = row.program.rfind("yardstick", 0) == 0;
+    }
+    EXPECT_EQ(format_ratios(rows),
+              "Wall time as a multiple of the yardstick's (medians, same N and server):\n"
+              "- N = 100 @ lab: 04_callbacks 1.50\n"
+              "- N = 100 @ nginx (the yardstick: 1 failed): 04_callbacks 1.25 (2 failed)\n");
+}
+
+TEST(FormatRatios, IsEmptyWithoutATimeForTheYardstick) {
+    std::vector<Row> rows = {row_of("04_callbacks", 100, {run_of(0.3)}),
+                             row_of("yardstick (C, no parser)", 100, {}, "failed: exit 2")};
+    EXPECT_EQ(format_ratios(rows), "");
+    rows[1].yardstick = true;
+    EXPECT_EQ(format_ratios(rows), "");
+}
+
 TEST(FormatCsv, HasAHeaderAndOneLinePerRowWithEmptyUnknowns) {
     std::string csv = format_csv(sample_rows());
     std::istringstream lines(csv);
