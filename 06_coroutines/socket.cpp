@@ -15,7 +15,7 @@ namespace {
 
 enum class Interest { readable, writable };
 
-// What the three calls share: the state of a future that one descriptor completes. watch()
+// What the socket calls share: the state of a future that one descriptor completes. watch()
 // registers a reader (or writer); the loop then calls on_ready() on every turn in which the
 // descriptor is ready, and on_ready() makes the system call, which either would block (wait for
 // the next turn) or ends the wait with succeed() or an exception. asyncio's loop.sock_recv is built

@@ -1,16 +1,19 @@
 // Sockets for the loop: an RAII socket and three calls that wait for it the way stage 01 blocked
-// on it (asyncio: loop.sock_connect, loop.sock_sendall, loop.sock_recv).
+// on it (asyncio: loop.sock_connect, loop.sock_sendall, loop.sock_recv), and a fourth that only
+// waits until there is something to read.
 //
 //   Socket socket = Socket::open(loop, address.family());  // non-blocking; closed by ~Socket
 //   co_await sock_connect(loop, socket.fd(), address);
 //   co_await sock_sendall(loop, socket.fd(), request);
+//   co_await wait_readable(loop, socket.fd());              // the answer has begun to arrive
 //   std::string data = co_await sock_recv(loop, socket.fd(), 16 * 1024);   // "" at end of stream
 //
-// Each makes the system call at once, and returns a future that is done already if the call did
-// not block. Otherwise the future registers a reader (or writer) with the loop, and the loop's
+// The three make their system call at once, and return a future that is done already if the call
+// did not block. Otherwise the future registers a reader (or writer) with the loop, and the loop's
 // callback makes the call again each time the descriptor is ready, until it goes through; then the
-// registration is removed and the future completes. These are not coroutines, and cost no task:
-// one small object per wait, the future's own state.
+// registration is removed and the future completes. wait_readable registers its reader straight
+// away. None of them is a coroutine, and none costs a task: one small object per wait, the
+// future's own state.
 //
 // The registration lives exactly as long as the wait: it is removed when the future completes,
 // when it is cancelled (a cancelled task cancels the future it waits on), and when the future is
