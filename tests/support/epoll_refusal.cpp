@@ -2,10 +2,12 @@
 // /proc/sys/fs/epoll/max_user_watches allows, or with ENOMEM. No test can reach that limit (it is
 // counted across the whole system, and large), so this file stands in for the kernel: a definition
 // of a C library function in the program itself takes precedence over the library's, and so every
-// epoll_ctl call of a test program that links this file comes to the one below first.
+// epoll_ctl call of a test program that links this file comes to the one below first. recv()
+// comes here too, only to be counted: how many calls a request costs is part of each loop's lesson.
 #include "tests/support/epoll_refusal.hpp"
 
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,8 +26,14 @@ namespace {
 // the in-process lab server, whose epoll loop runs on a thread of its own, is never refused.
 thread_local int adds_to_refuse = 0;
 thread_local sixways::testing_support::EpollCtlCalls calls;
+thread_local int recv_calls = 0;
 
 }  // namespace
+
+extern "C" ssize_t recv(int fd, void* buffer, size_t size, int flags) {
+    ++recv_calls;
+    return static_cast<ssize_t>(::syscall(SYS_recvfrom, fd, buffer, size, flags, nullptr, nullptr));
+}
 
 extern "C" int epoll_ctl(int epoll_fd, int operation, int fd, epoll_event* event) noexcept {
     ++(operation == EPOLL_CTL_ADD ? calls.add : operation == EPOLL_CTL_MOD ? calls.mod : calls.del);
@@ -41,17 +49,19 @@ namespace sixways::testing_support {
 
 EpollCtlCalls epoll_ctl_calls() { return calls; }
 
-void expect_one_add_and_one_mod_per_request(const FetchAll& fetch_all) {
+void expect_calls_per_request(const FetchAll& fetch_all, int recvs_per_request) {
     using namespace std::chrono_literals;
     lab::LabServer server(on_loopback(50ms));
     server.start();
     const std::vector<Request> requests = numbered_requests(server, 3);
     const EpollCtlCalls before = calls;
+    const int recvs_before = recv_calls;
     const std::vector<Result> results = fetch_all(requests, with_timeout(5s));
     expect_each_numbered_body(results);
     EXPECT_EQ(calls.add - before.add, 3);
     EXPECT_EQ(calls.mod - before.mod, 3);
     EXPECT_EQ(calls.del - before.del, 0);
+    EXPECT_EQ(recv_calls - recvs_before, 3 * recvs_per_request);
 }
 
 void expect_a_refused_socket_fails_only_its_request(const FetchAll& fetch_all) {

@@ -1,7 +1,7 @@
 // When epoll refuses a socket, only that request may fail: the check that stages 04 to 06 share.
 // epoll_refusal.cpp stands in for the kernel's epoll_ctl in every test program that links it (the
 // CMake target sixways_epoll_refusal), so that a test can make epoll refuse one socket, and count
-// the calls a loop makes.
+// the epoll_ctl and recv calls a loop makes.
 #pragma once
 
 #include "common/fetch.hpp"
@@ -15,10 +15,11 @@ namespace sixways::testing_support {
 void expect_a_refused_socket_fails_only_its_request(const FetchAll& fetch_all);
 
 // Fetches three requests from an in-process lab server that answers after 50 ms (so that no answer
-// is there before the first recv), and checks that `fetch_all` made one EPOLL_CTL_ADD and one
-// EPOLL_CTL_MOD per request, and no EPOLL_CTL_DEL: the connect's "writable" becomes "readable", and
-// the socket leaves epoll by being closed.
-void expect_one_add_and_one_mod_per_request(const FetchAll& fetch_all);
+// is there right after the request is sent), and checks that `fetch_all` made one EPOLL_CTL_ADD and
+// one EPOLL_CTL_MOD per request, and no EPOLL_CTL_DEL (the connect's "writable" becomes
+// "readable", and the socket leaves epoll by being closed), and `recvs_per_request` recv() calls
+// per request, for an answer that arrives in one piece.
+void expect_calls_per_request(const FetchAll& fetch_all, int recvs_per_request);
 
 // The epoll_ctl calls this thread has made so far, by operation. (Per thread: an in-process lab
 // server's calls are not counted.)
