@@ -577,9 +577,10 @@ std::string read_all(int fd) {
     return text;
 }
 
-// Runs the stage in a child whose fetch_all finishes 2 of 5 requests and then waits; sends SIGINT
-// once those 2 are reported.
-Interrupted interrupt_after_two_of_five(std::vector<std::string> extra_args) {
+// Runs the stage in a child whose fetch_all finishes 2 of 5 requests (request 1 first, then 0; with
+// second_fails, request 0 fails) and then waits; sends SIGINT once those 2 are reported.
+Interrupted interrupt_after_two_of_five(std::vector<std::string> extra_args,
+                                        bool second_fails = false) {
     int ready[2], out[2], err[2];
     if (pipe(ready) != 0 || pipe(out) != 0 || pipe(err) != 0) {
         ADD_FAILURE() << "pipe";
@@ -596,12 +597,17 @@ Interrupted interrupt_after_two_of_five(std::vector<std::string> extra_args) {
         close(err[0]);
         StageInfo stage = plain_stage();
         stage.fetch_all = [&](const std::vector<Request>& requests, const Options& options) {
-            for (std::size_t i = 0; i < 2; ++i) {
+            for (std::size_t i : {1, 0}) {
                 Result result;
                 result.timing.start = t0;
                 result.timing.done = t0 + milliseconds(20);
-                result.response.status = 200;
-                result.response.body_bytes = 100;
+                if (i == 0 && second_fails) {
+                    result.error = ErrorKind::receive;
+                    result.error_message = "recv: Connection reset by peer";
+                } else {
+                    result.response.status = 200;
+                    result.response.body_bytes = 100;
+                }
                 options.on_result(i, result);
             }
             if (write(ready[1], "r", 1) != 1) {
@@ -648,6 +654,15 @@ TEST(RunStage, CtrlCPrintsThePartialReportAndExits130) {
     EXPECT_THAT(result.out, HasSubstr("latency p50 20 ms"));
     EXPECT_EQ(result.out.find('\n'), result.out.size() - 1);
     EXPECT_EQ(result.err, "");  // nothing failed, and no progress line outside a terminal
+}
+
+TEST(RunStage, CtrlCReportsTheFailuresAmongTheFinishedWithTheirMessages) {
+    TempPath trace("partial.json");
+    Interrupted result = interrupt_after_two_of_five({"--trace", trace.path()}, /*second_fails=*/true);
+    EXPECT_EQ(result.exit_status, 130);
+    EXPECT_THAT(result.out, HasSubstr("1 ok, 1 failed, 3 unfinished, 100 bytes"));
+    EXPECT_THAT(result.err, HasSubstr("1 x recv: Connection reset by peer"));
+    EXPECT_THAT(read_file(trace.path()), HasSubstr("\"error\":\"recv: Connection reset by peer\""));
 }
 
 TEST(RunStage, CtrlCWithJsonPrintsOnePartialJsonObject) {
