@@ -3,7 +3,8 @@
 // The parser is a state machine driven by whatever bytes recv() returned. It never looks back at
 // bytes it has already handled, and it never waits for "the whole response" in a buffer:
 //   - the head is read one line at a time; only the current, unfinished line is kept between
-//     calls, so feeding a 64 KiB head one byte at a time costs the same as feeding it at once;
+//     calls, so feeding a 64 KiB head one byte at a time costs the same as feeding it at once
+//     (and a line that arrives whole is read where it is, without a copy);
 //   - body bytes are appended as whole spans, never byte by byte.
 // Every decision depends only on the bytes and their positions, never on where one recv() ended
 // and the next began. That is what makes the result the same for every split, which the tests
@@ -14,6 +15,7 @@
 #include "common/http.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -40,11 +42,18 @@ bool is_control(char c) {
     return (byte < 0x20 && byte != '\t') || byte == 0x7f;
 }
 
-// The characters of a header name ("token" in RFC 9110 5.6.2).
-bool is_token_char(char c) {
-    if (is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
-    return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
+// The characters of a header name ("token" in RFC 9110 5.6.2), as a table: every byte of every
+// header name is checked, and a lookup is the cheapest check there is.
+constexpr std::array<bool, 256> token_chars = [] {
+    std::array<bool, 256> table{};
+    for (const char c : std::string_view("0123456789abcdefghijklmnopqrstuvwxyz"
+                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+-.^_`|~")) {
+        table[static_cast<unsigned char>(c)] = true;
+    }
+    return table;
+}();
+
+bool is_token_char(char c) { return token_chars[static_cast<unsigned char>(c)]; }
 
 std::string_view trim(std::string_view text) {
     while (!text.empty() && is_whitespace(text.front())) text.remove_prefix(1);
@@ -89,10 +98,19 @@ std::string_view without_line_end(std::string_view line) {
     return line;
 }
 
+// A header or trailer line, split: both parts point into the line.
+struct FieldLine {
+    std::string_view name;
+    std::string_view value;
+};
+
 // Splits "name: value" and checks it; returns the error message, or "" when it is well formed.
-// `kind` is "header" or "trailer", for the message.
-std::string parse_field_line(std::string_view line, std::string_view kind, Header& field) {
-    const std::string what = "bad " + std::string(kind) + " line";
+// `kind` is "header" or "trailer", for the message. Nothing is copied here: the caller copies the
+// fields it keeps, so a parser that keeps no headers reads a head without allocating.
+std::string parse_field_line(std::string_view line, std::string_view kind, FieldLine& field) {
+    const auto bad = [&](const char* why) {
+        return "bad " + std::string(kind) + " line (" + why + "): " + quoted(line);
+    };
     if (is_whitespace(line.front())) {
         // Obsolete line folding: a line that continues the previous one. RFC 9112 5.2 lets a
         // client replace it with a space, but nothing current sends it; rejecting is simpler
@@ -100,21 +118,20 @@ std::string parse_field_line(std::string_view line, std::string_view kind, Heade
         return "obsolete line folding in " + std::string(kind) + "s: " + quoted(line);
     }
     const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return what + " (no colon): " + quoted(line);
+    if (colon == std::string_view::npos) return bad("no colon");
     const std::string_view name = line.substr(0, colon);
-    if (name.empty()) return what + " (empty name): " + quoted(line);
+    if (name.empty()) return bad("empty name");
     // "Name : value" is rejected, not trimmed: it has been used to smuggle headers past proxies
     // that read it differently (RFC 9112 5.1).
-    if (is_whitespace(name.back())) return what + " (whitespace before the colon): " + quoted(line);
+    if (is_whitespace(name.back())) return bad("whitespace before the colon");
     if (!std::all_of(name.begin(), name.end(), is_token_char)) {
-        return what + " (bad character in the name): " + quoted(line);
+        return bad("bad character in the name");
     }
     const std::string_view value = trim(line.substr(colon + 1));
     if (std::any_of(value.begin(), value.end(), is_control)) {
-        return what + " (control character in the value): " + quoted(line);
+        return bad("control character in the value");
     }
-    field.name = std::string(name);
-    field.value = std::string(value);
+    field = FieldLine{name, value};
     return "";
 }
 
@@ -193,9 +210,10 @@ ResponseParser::Status ResponseParser::feed(std::string_view bytes) {
         case Part::header_line: {
             // The whole head, all lines together (and any skipped 1xx heads before it), is
             // bounded: a server that never ends its headers must not make us buffer forever.
-            const Line line = collect_line(bytes, max_header_bytes - section_bytes_);
-            if (line == Line::too_long) return fail("response headers larger than 64 KiB");
-            if (line == Line::incomplete) {
+            std::string_view line;
+            const Line got = collect_line(bytes, max_header_bytes - section_bytes_, line);
+            if (got == Line::too_long) return fail("response headers larger than 64 KiB");
+            if (got == Line::incomplete) {
                 // A status line that does not start with "HTTP/1." is refused as soon as enough
                 // of it has arrived to quote in the message, rather than after 64 KiB of whatever
                 // a server that is not speaking HTTP sends. (quote_limit + 2 bytes: the line's
@@ -206,8 +224,8 @@ ResponseParser::Status ResponseParser::feed(std::string_view bytes) {
                 }
                 break;
             }
-            section_bytes_ += line_.size();
-            const std::string_view text = without_line_end(line_);
+            section_bytes_ += line.size();
+            const std::string_view text = without_line_end(line);
             if (part_ == Part::status_line) {
                 on_status_line(text);
             } else if (text.empty()) {
@@ -235,31 +253,34 @@ ResponseParser::Status ResponseParser::feed(std::string_view bytes) {
             bytes = {};
             break;
         case Part::chunk_size: {
-            const Line line = collect_line(bytes, max_chunk_line_bytes);
-            if (line == Line::too_long) return fail("chunk size line longer than 4096 bytes");
-            if (line == Line::incomplete) break;
-            on_chunk_size_line(without_line_end(line_));
+            std::string_view line;
+            const Line got = collect_line(bytes, max_chunk_line_bytes, line);
+            if (got == Line::too_long) return fail("chunk size line longer than 4096 bytes");
+            if (got == Line::incomplete) break;
+            on_chunk_size_line(without_line_end(line));
             line_.clear();
             break;
         }
         case Part::chunk_data_end: {
             // The chunk's data is followed by a line ending and nothing else.
-            const Line line = collect_line(bytes, 2);
-            if (line_ != "\r" && line_ != "\r\n" && line_ != "\n") {
+            std::string_view line;
+            const Line got = collect_line(bytes, 2, line);
+            if (line != "\r" && line != "\r\n" && line != "\n") {
                 return fail("missing CRLF after chunk data");
             }
-            if (line == Line::complete) {
+            if (got == Line::complete) {
                 line_.clear();
                 part_ = Part::chunk_size;
             }
             break;
         }
         case Part::trailer: {
-            const Line line = collect_line(bytes, max_header_bytes - section_bytes_);
-            if (line == Line::too_long) return fail("chunked trailer larger than 64 KiB");
-            if (line == Line::incomplete) break;
-            section_bytes_ += line_.size();
-            on_trailer_line(without_line_end(line_));
+            std::string_view line;
+            const Line got = collect_line(bytes, max_header_bytes - section_bytes_, line);
+            if (got == Line::too_long) return fail("chunked trailer larger than 64 KiB");
+            if (got == Line::incomplete) break;
+            section_bytes_ += line.size();
+            on_trailer_line(without_line_end(line));
             line_.clear();
             break;
         }
@@ -297,15 +318,26 @@ ResponseParser::Status ResponseParser::finish() {
     return status_;
 }
 
-// Moves bytes into line_ up to and including the next '\n'. A line longer than max_bytes (ending
-// included) is too_long; at most max_bytes + 1 bytes are copied to find that out.
-ResponseParser::Line ResponseParser::collect_line(std::string_view& bytes, std::size_t max_bytes) {
+// Takes the bytes up to and including the next '\n' off the front of `bytes`, and sets `line` to
+// the line so far. A line that is all there (the usual case: a head is small) is left where it is,
+// and `line` points into `bytes`; otherwise the bytes are moved into line_, which gathers the line
+// across calls, and `line` points to line_. Either way the caller clears line_ once it has handled
+// a complete line. A line longer than max_bytes (ending included) is too_long; at most
+// max_bytes + 1 bytes are copied to find that out.
+ResponseParser::Line ResponseParser::collect_line(std::string_view& bytes, std::size_t max_bytes,
+                                                  std::string_view& line) {
     const std::size_t newline = bytes.find('\n');
+    if (line_.empty() && newline != std::string_view::npos && newline < max_bytes) {
+        line = bytes.substr(0, newline + 1);
+        bytes.remove_prefix(newline + 1);
+        return Line::complete;
+    }
     const std::size_t wanted = newline == std::string_view::npos ? bytes.size() : newline + 1;
     const std::size_t room = max_bytes + 1 - std::min(max_bytes + 1, line_.size());
     const std::size_t count = std::min(wanted, room);
     line_.append(bytes.data(), count);
     bytes.remove_prefix(count);
+    line = line_;
     if (line_.size() > max_bytes) return Line::too_long;
     return line_.back() == '\n' ? Line::complete : Line::incomplete;
 }
@@ -335,7 +367,7 @@ ResponseParser::Status ResponseParser::on_status_line(std::string_view line) {
 }
 
 ResponseParser::Status ResponseParser::on_header_line(std::string_view line) {
-    Header field;
+    FieldLine field;
     if (std::string message = parse_field_line(line, "header", field); !message.empty()) {
         return fail(std::move(message));
     }
@@ -344,7 +376,7 @@ ResponseParser::Status ResponseParser::on_header_line(std::string_view line) {
         !equals_ignoring_case(field.name, "Transfer-Encoding")) {
         return status_;
     }
-    response_.headers.push_back(std::move(field));
+    response_.headers.push_back(Header{std::string(field.name), std::string(field.value)});
     return status_;
 }
 
@@ -474,7 +506,7 @@ ResponseParser::Status ResponseParser::on_chunk_size_line(std::string_view line)
 // have been there from the start.
 ResponseParser::Status ResponseParser::on_trailer_line(std::string_view line) {
     if (line.empty()) return complete();
-    Header field;
+    FieldLine field;
     if (std::string message = parse_field_line(line, "trailer", field); !message.empty()) {
         return fail(std::move(message));
     }

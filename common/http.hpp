@@ -76,7 +76,7 @@ private:
     // A chunk-size line is "1a2b" plus optional extensions; anything longer than this is abuse.
     static constexpr std::size_t max_chunk_line_bytes = 4096;
 
-    Line collect_line(std::string_view& bytes, std::size_t max_bytes);
+    Line collect_line(std::string_view& bytes, std::size_t max_bytes, std::string_view& line);
     Status on_status_line(std::string_view line);
     Status on_header_line(std::string_view line);
     Status on_end_of_head();
@@ -90,7 +90,8 @@ private:
     Status status_ = Status::need_more;
     Part part_ = Part::status_line;
     std::string error_;
-    std::string line_;                  // the current line so far (head, chunk-size or trailer)
+    std::string line_;                  // a line split across feeds, so far (head, chunk-size or
+                                        // trailer); empty while lines arrive whole
     std::size_t section_bytes_ = 0;     // bytes of the head (or of the trailer) in finished lines
     std::size_t body_cap_;
     bool keep_headers_;
