@@ -1,7 +1,11 @@
 #include "common/http.hpp"
 
+#include <malloc.h>
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <ostream>
 #include <string>
@@ -200,6 +204,29 @@ TEST(ResponseParser, WithoutKeepingHeadersFramesEverySampleTheSameAndKeepsNone) 
         not_kept.headers.clear();
         EXPECT_EQ(not_kept, kept);
     }
+}
+
+// A parser that keeps no headers holds nothing on the heap once it has read a head that arrived in
+// one piece: it keeps a line only when the line is split across feeds, and drops the framing
+// headers at the end of the head. A client with 10,000 responses coming in holds 10,000 parsers.
+// (glibc's mallinfo2; AddressSanitizer has its own allocator: skipped there. Freed chunks that
+// malloc caches per thread still count as in use, so a few bytes per parser are allowed.)
+TEST(ResponseParser, WithoutKeepingHeadersHoldsNoHeapAfterAHeadThatArrivedWhole) {
+    if (mallinfo2().uordblks == 0) GTEST_SKIP() << "mallinfo2 does not see this allocator";
+    const std::string head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nX-Request-Id: 25003\r\n"
+        "Content-Length: 100\r\nConnection: close\r\n\r\n";
+    constexpr std::size_t count = 200;
+    std::vector<ResponseParser> parsers;
+    parsers.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) parsers.emplace_back(0, false);
+    const std::size_t before = mallinfo2().uordblks;
+    for (ResponseParser& parser : parsers) {
+        ASSERT_EQ(parser.feed(head), ResponseParser::Status::need_more);
+        ASSERT_TRUE(parser.headers_done());
+    }
+    const std::size_t after = mallinfo2().uordblks;
+    EXPECT_LT((after - std::min(after, before)) / count, 8u);
 }
 
 TEST(ResponseParser, ReadsAContentLengthResponse) {
