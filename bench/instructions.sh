@@ -10,9 +10,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+    sed -n '2,9s/^# \{0,1\}//p' "$0"
+    exit 0
+fi
 n=${1:-5000}
 if ! [[ $n =~ ^[1-9][0-9]*$ ]]; then
-    echo "bench/instructions.sh: N must be a whole number above 0, not '$n'" >&2
+    echo "bench/instructions.sh: N must be a whole number above 0, not '$n' (try --help)" >&2
     exit 2
 fi
 if ! command -v valgrind >/dev/null; then
