@@ -142,7 +142,9 @@ struct PlotOptions {
 // Wall time against N, both on log scales: a line (and a dot per point) per program, the reference
 // lines dashed, axis labels, a legend. Consecutive N with a value are joined; a missing value
 // (skipped or failed) breaks the line. A point where some requests failed is a hollow dot: its
-// time is not the time of N answers.
+// time is not the time of N answers. Rows at a single N make a bar chart instead: a bar per program
+// on a linear time axis from zero, hollow where some requests failed, "no time" where there is none,
+// and the reference times that fall on the axis dashed.
 std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options);
 
 // ---- nginx, to check that the lab server is not what limits a stage ----

@@ -5,6 +5,8 @@
 // requests, ten times the time), all at once takes about one delay (flat) until something else
 // (CPU, descriptors, the kernel's accept queue) starts to cost per request and the line bends up.
 // Both ideals are drawn dashed, so each stage can be read against them.
+//
+// A run at a single N has no line to draw: it gets one bar per program instead.
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -111,6 +113,120 @@ std::string polyline(const std::vector<std::pair<double, double>>& points,
     return out + "\" fill=\"none\" " + attributes + "/>\n";
 }
 
+// The median wall time of `program` at `n`, NaN if it has none; and whether some requests failed.
+struct Point {
+    double wall = std::nan("");
+    bool some_failed = false;
+};
+
+Point point_of(const std::vector<Row>& rows, const std::string& program, std::size_t n) {
+    Point point;
+    for (const Row& row : rows) {
+        if (row.program == program && row.requests == n) {
+            point = {row.wall_s(), row.failed().value_or(0) > 0};
+        }
+    }
+    return point;
+}
+
+std::string rect(double x, double y, double w, double h, const std::string& attributes) {
+    return "<rect x=\"" + svg::number(x) + "\" y=\"" + svg::number(y) + "\" width=\"" +
+           svg::number(w) + "\" height=\"" + svg::number(h) + "\" " + attributes + "/>\n";
+}
+
+// One N: a horizontal bar per program, its length the wall time on a linear axis from zero (a
+// bar's length has to be proportional to what it shows, which on a log axis it is not), the time
+// written at its end. The ideals are dashed vertical lines where they fall on the axis: at
+// N = 10,000 and a 100 ms delay, "delay" (0.1 s) does, "N x delay" (1,000 s) does not.
+std::string bar_chart(const std::vector<Row>& rows, const std::vector<std::string>& programs,
+                      std::size_t n, const PlotOptions& options) {
+    constexpr double names_right = 300, bars_left = 310, bars_right = 790;
+    constexpr double top = 50, pitch = 26, bar_height = 16;
+    const double bars_bottom = top + pitch * static_cast<double>(programs.size()) + 6;
+
+    std::vector<Point> points;
+    double longest = 0;
+    for (const std::string& program : programs) {
+        points.push_back(point_of(rows, program, n));
+        if (points.back().wall > longest) longest = points.back().wall;
+    }
+    struct Reference {
+        double seconds;
+        std::string colour, label;
+    };
+    std::vector<Reference> references;
+    const double delay_s = std::chrono::duration<double>(options.delay).count();
+    if (options.reference_lines && delay_s > 0) {
+        const double one_at_a_time = static_cast<double>(n) * delay_s;
+        if (one_at_a_time <= longest) {
+            references.push_back({one_at_a_time, "#333333", "N × delay (one at a time)"});
+        }
+        references.push_back({delay_s, "#999999", "delay (all at once)"});
+    }
+    for (const Reference& reference : references) longest = std::max(longest, reference.seconds);
+
+    // The axis ends at the first round tick at or past the longest bar.
+    std::vector<double> ticks = svg::linear_ticks(0, longest > 0 ? longest : 1, 8);
+    const double step = ticks[1] - ticks[0];
+    while (ticks.back() < longest * (1 - 1e-9)) ticks.push_back(ticks.back() + step);
+    const double axis_end = ticks.back();
+    auto x_of = [&](double seconds) {
+        return bars_left + seconds / axis_end * (bars_right - bars_left);
+    };
+
+    const bool any_failed = std::any_of(points.begin(), points.end(), [](const Point& point) {
+        return point.wall > 0 && point.some_failed;
+    });
+    const std::size_t legend_lines = references.size() + (any_failed ? 1 : 0);
+    const double chart_height = bars_bottom + 60 + 22 * static_cast<double>(legend_lines);
+
+    std::string out = svg::open_document(width, chart_height);
+    out += text(width / 2, 28, options.title,
+                "text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\"");
+    for (double tick : ticks) {
+        const double px = x_of(tick);
+        out += line(px, top - 6, px, bars_bottom,
+                    tick == 0 ? "stroke=\"#333333\"" : "stroke=\"#dddddd\"");
+        out += text(px, bars_bottom + 18, svg::tick_label(tick), "text-anchor=\"middle\"");
+    }
+    out += text((bars_left + bars_right) / 2, bars_bottom + 42,
+                "wall time (s) at N = " + std::to_string(n), "text-anchor=\"middle\"");
+
+    for (std::size_t p = 0; p < programs.size(); ++p) {
+        const std::string colour = colours[p % std::size(colours)];
+        const double y = top + pitch * static_cast<double>(p);
+        out += text(names_right, y + bar_height - 3, programs[p], "text-anchor=\"end\"");
+        const Point& point = points[p];
+        if (!(point.wall > 0)) {
+            out += text(bars_left + 6, y + bar_height - 3, "no time", "fill=\"#777777\"");
+            continue;
+        }
+        // A hollow bar where some requests failed: its time is not the time of N answers.
+        out += rect(bars_left, y, x_of(point.wall) - bars_left, bar_height,
+                    point.some_failed ? "fill=\"white\" stroke-width=\"2\" stroke=\"" + colour +
+                                            "\" class=\"bar failed\""
+                                      : "fill=\"" + colour + "\" class=\"bar\"");
+        out += text(x_of(point.wall) + 6, y + bar_height - 3, format_value(point.wall) + " s", "");
+    }
+
+    double legend_y = bars_bottom + 70;
+    for (const Reference& reference : references) {
+        const std::string dashed =
+            "stroke=\"" + reference.colour + "\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"";
+        const double px = x_of(reference.seconds);
+        out += line(px, top - 6, px, bars_bottom, dashed + " class=\"reference\"");
+        out += line(bars_left, legend_y, bars_left + 26, legend_y, dashed);
+        out += text(bars_left + 34, legend_y + 4, reference.label, "");
+        legend_y += 22;
+    }
+    if (any_failed) {
+        out += rect(bars_left, legend_y - 6, 26, 12,
+                    "fill=\"white\" stroke-width=\"2\" stroke=\"#555555\"");
+        out += text(bars_left + 34, legend_y + 4, "some requests failed", "");
+    }
+    return out + svg::close_document();
+}
+
 }  // namespace
 
 std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options) {
@@ -131,6 +247,9 @@ std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options) {
         }
     }
     const std::vector<std::size_t> counts(count_set.begin(), count_set.end());
+    if (counts.size() == 1) {
+        return bar_chart(rows, programs, counts.front(), options);
+    }
     const double delay_s = std::chrono::duration<double>(options.delay).count();
     const bool references = options.reference_lines && delay_s > 0;
     if (references) {
@@ -175,14 +294,8 @@ std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options) {
             segment.clear();
         };
         for (std::size_t n : counts) {
-            double wall = std::nan("");
-            bool some_failed = false;  // then the time is not that of N answers: a hollow dot
-            for (const Row& row : rows) {
-                if (row.program == programs[p] && row.requests == n) {
-                    wall = row.wall_s();
-                    some_failed = row.failed().value_or(0) > 0;
-                }
-            }
+            // Where some requests failed, the time is not that of N answers: a hollow dot.
+            const auto [wall, some_failed] = point_of(rows, programs[p], n);
             if (!(wall > 0)) {
                 end_segment();
                 continue;

@@ -444,6 +444,60 @@ TEST(PlotSvg, DrawsAxesEvenWithNothingMeasured) {
     EXPECT_EQ(count_elements(svg, "circle", "class=\"point\""), 0u);
 }
 
+// The widths of the elements whose tag contains `with`, in document order.
+std::vector<double> widths_of(const std::string& svg, const std::string& with) {
+    std::vector<double> widths;
+    for (std::size_t at = svg.find(with); at != std::string::npos; at = svg.find(with, at + 1)) {
+        std::size_t tag = svg.rfind('<', at);
+        std::size_t width = svg.find("width=\"", tag);
+        if (width == std::string::npos || width > at) continue;
+        widths.push_back(std::stod(svg.substr(width + 7)));
+    }
+    return widths;
+}
+
+TEST(PlotSvg, ASingleNIsABarPerProgramAsLongAsItsTime) {
+    std::vector<Row> rows = {row_of("01_blocking", 10000, {}, "skipped: would take about 1000 s"),
+                             row_of("04_callbacks", 10000, {run_of(0.6)}),
+                             row_of("06_coroutines", 10000, {run_of(0.9)}),
+                             row_of("yardstick", 10000, {run_of(0.3)})};
+    std::string svg = plot_svg(rows, {"t", milliseconds(100), true});
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_EQ(count_elements(svg, "polyline", "class=\"series\""), 0u);
+    EXPECT_EQ(count_elements(svg, "circle"), 0u);
+    // Bars on a linear axis from zero: lengths in the ratio of the times.
+    std::vector<double> bars = widths_of(svg, "class=\"bar\"");
+    ASSERT_EQ(bars.size(), 3u);
+    EXPECT_NEAR(bars[1] / bars[0], 1.5, 0.01);
+    EXPECT_NEAR(bars[2] / bars[0], 0.5, 0.01);
+    EXPECT_THAT(svg, HasSubstr(">0.900 s</text>"));
+    EXPECT_THAT(svg, HasSubstr(">01_blocking</text>"));
+    EXPECT_THAT(svg, HasSubstr(">no time</text>"));
+    EXPECT_THAT(svg, HasSubstr("wall time (s) at N = 10000"));
+    // "delay" (0.1 s) is on the axis; "N x delay" (1000 s) is far past it and left out.
+    EXPECT_EQ(count_elements(svg, "line", "class=\"reference\""), 1u);
+    EXPECT_THAT(svg, HasSubstr(">delay (all at once)</text>"));
+    EXPECT_THAT(svg, ::testing::Not(HasSubstr("N × delay")));
+    EXPECT_THAT(svg, ::testing::Not(HasSubstr("some requests failed")));
+}
+
+TEST(PlotSvg, ASingleNDrawsOneAtATimeWhenItIsOnTheAxisAndFailuresHollow) {
+    std::vector<Row> rows = {row_of("01_blocking", 10, {run_of(1.02)}),
+                             row_of("aiohttp", 10, {run_of(0.2, 4)})};
+    std::string svg = plot_svg(rows, {"t", milliseconds(100), true});
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_EQ(count_elements(svg, "rect", "class=\"bar\""), 1u);
+    EXPECT_EQ(count_elements(svg, "rect", "class=\"bar failed\""), 1u);
+    EXPECT_EQ(count_elements(svg, "line", "class=\"reference\""), 2u);
+    EXPECT_THAT(svg, HasSubstr(">N × delay (one at a time)</text>"));
+    EXPECT_THAT(svg, HasSubstr(">some requests failed</text>"));
+    // Without a delay (or with --url), no reference lines.
+    EXPECT_EQ(count_elements(plot_svg(rows, {"t", {}, true}), "line", "class=\"reference\""), 0u);
+    EXPECT_EQ(count_elements(plot_svg(rows, {"t", milliseconds(100), false}), "line",
+                             "class=\"reference\""),
+              0u);
+}
+
 // ---- The SVG helpers ----
 
 TEST(Svg, NumbersHaveAtMostTwoDecimalsAndNoTrailingZeros) {
@@ -529,7 +583,9 @@ TEST(CompareBinary, RunsTwoStagesAndWritesTheTableCsvAndPlot) {
     std::stringstream svg;
     svg << plot.rdbuf();
     EXPECT_EQ(xml_problem(svg.str()), "");
-    EXPECT_EQ(count_elements(svg.str(), "circle", "class=\"point\""), 2u);
+    // One N: a bar per program, under a title that does not promise a line against N.
+    EXPECT_EQ(count_elements(svg.str(), "rect", "class=\"bar\""), 2u);
+    EXPECT_THAT(svg.str(), HasSubstr(">Wall time (lab server delay 0 ms)</text>"));
     std::filesystem::remove_all(out);
 }
 
