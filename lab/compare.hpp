@@ -134,7 +134,9 @@ std::string format_csv(const std::vector<Row>& rows);
 std::string format_value(double value);
 
 struct PlotOptions {
-    std::string title;
+    // What was measured, for the title: "Wall time against N (lab server delay 100 ms)", or
+    // "Wall time (...)" for a single N. Empty: no brackets.
+    std::string about;
     Duration delay{};             // for the dashed reference lines
     bool reference_lines = true;  // "N x delay" (one at a time) and "delay" (all at once)
 };

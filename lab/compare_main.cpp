@@ -22,7 +22,6 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -647,12 +646,7 @@ int compare(const Options& options) {
         about += (about.empty() ? "" : ", ") + std::string("at most ") +
                  std::to_string(options.concurrency) + " in flight";
     }
-    std::set<std::size_t> counts;  // one N makes a bar chart rather than lines against N
-    for (const sixways::lab::Row& row : rows) {
-        if (row.requests > 0) counts.insert(row.requests);
-    }
-    plot.title = (counts.size() == 1 ? "Wall time" : "Wall time against N") +
-                 (about.empty() ? "" : " (" + about + ")");
+    plot.about = about;
     plot.delay = options.delay;
     plot.reference_lines = started;
     std::filesystem::path out(options.out);

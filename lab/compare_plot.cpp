@@ -129,6 +129,8 @@ Point point_of(const std::vector<Row>& rows, const std::string& program, std::si
     return point;
 }
 
+std::string bracketed(const std::string& about) { return about.empty() ? "" : " (" + about + ")"; }
+
 std::string rect(double x, double y, double w, double h, const std::string& attributes) {
     return "<rect x=\"" + svg::number(x) + "\" y=\"" + svg::number(y) + "\" width=\"" +
            svg::number(w) + "\" height=\"" + svg::number(h) + "\" " + attributes + "/>\n";
@@ -140,6 +142,7 @@ std::string rect(double x, double y, double w, double h, const std::string& attr
 // N = 10,000 and a 100 ms delay, "delay" (0.1 s) does, "N x delay" (1,000 s) does not.
 std::string bar_chart(const std::vector<Row>& rows, const std::vector<std::string>& programs,
                       std::size_t n, const PlotOptions& options) {
+    const std::string title = "Wall time" + bracketed(options.about);
     constexpr double names_right = 300, bars_left = 310, bars_right = 790;
     constexpr double top = 50, pitch = 26, bar_height = 16;
     const double bars_bottom = top + pitch * static_cast<double>(programs.size()) + 6;
@@ -181,7 +184,7 @@ std::string bar_chart(const std::vector<Row>& rows, const std::vector<std::strin
     const double chart_height = bars_bottom + 60 + 22 * static_cast<double>(legend_lines);
 
     std::string out = svg::open_document(width, chart_height);
-    out += text(width / 2, 28, options.title,
+    out += text(width / 2, 28, title,
                 "text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\"");
     for (double tick : ticks) {
         const double px = x_of(tick);
@@ -259,7 +262,7 @@ std::string plot_svg(const std::vector<Row>& rows, const PlotOptions& options) {
     const LogAxis y = decades_around(times_seen, plot_bottom - inset, plot_top + inset);
 
     std::string out = svg::open_document(width, height);
-    out += text(width / 2, 28, options.title,
+    out += text(width / 2, 28, "Wall time against N" + bracketed(options.about),
                 "text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\"");
     out += draw_axes(x, y);
     out += "<clipPath id=\"plot-area\"><rect x=\"" + svg::number(plot_left) + "\" y=\"" +

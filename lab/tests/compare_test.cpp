@@ -385,7 +385,7 @@ TEST(PlotSvg, IsWellFormedWithALineAndADotPerPointOfEachProgram) {
     for (const Row& row : ladder("04_callbacks", {0.1, 0.11, 0.2, 1.5})) {
         rows.push_back(row);
     }
-    PlotOptions options{"Wall time against N", milliseconds(100), true};
+    PlotOptions options{"lab server delay 100 ms", milliseconds(100), true};
     std::string svg = plot_svg(rows, options);
     EXPECT_EQ(xml_problem(svg), "");
     EXPECT_EQ(count_elements(svg, "polyline", "class=\"series\""), 2u);
@@ -394,6 +394,7 @@ TEST(PlotSvg, IsWellFormedWithALineAndADotPerPointOfEachProgram) {
     EXPECT_THAT(svg, HasSubstr(">01_blocking</text>"));
     EXPECT_THAT(svg, HasSubstr(">04_callbacks</text>"));
     EXPECT_THAT(svg, HasSubstr("N × delay (one at a time)"));
+    EXPECT_THAT(svg, HasSubstr(">Wall time against N (lab server delay 100 ms)</text>"));
     EXPECT_THAT(svg, HasSubstr("requests (N), log scale"));
     EXPECT_THAT(svg, HasSubstr("wall time (s), log scale"));
     // One point of 04 per decade of N: its line has four points.
@@ -474,6 +475,7 @@ TEST(PlotSvg, ASingleNIsABarPerProgramAsLongAsItsTime) {
     EXPECT_THAT(svg, HasSubstr(">01_blocking</text>"));
     EXPECT_THAT(svg, HasSubstr(">no time</text>"));
     EXPECT_THAT(svg, HasSubstr("wall time (s) at N = 10000"));
+    EXPECT_THAT(svg, HasSubstr(">Wall time (t)</text>"));  // not "against N": there is one N
     // "delay" (0.1 s) is on the axis; "N x delay" (1000 s) is far past it and left out.
     EXPECT_EQ(count_elements(svg, "line", "class=\"reference\""), 1u);
     EXPECT_THAT(svg, HasSubstr(">delay (all at once)</text>"));
