@@ -5,6 +5,8 @@
 // before it can overflow instead of turning into an undefined or infinite conversion.
 #include "common/duration.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <limits>
 
@@ -98,6 +100,19 @@ std::string format_duration(Duration d) {
     }
     text += in_seconds ? " s" : " ms";
     return text;
+}
+
+Clock::time_point deadline_after(Clock::time_point from, Duration delay) {
+    if (delay > Clock::time_point::max() - from) return Clock::time_point::max();
+    return from + delay;
+}
+
+int milliseconds_until(Clock::time_point now, Clock::time_point deadline) {
+    if (deadline <= now) return 0;
+    // deadline - now cannot overflow: both are on the clock, deadline is later, and the steady
+    // clock's epoch (boot) is not before 0.
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    return static_cast<int>(std::min<decltype(ms)>(ms, INT_MAX));
 }
 
 }  // namespace sixways

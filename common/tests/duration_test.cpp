@@ -143,5 +143,36 @@ TEST(FormatDuration, WithoutTheSpaceParsesBackToTheSameDuration) {
     }
 }
 
+TEST(DeadlineAfter, AddsADelayThatFits) {
+    const Clock::time_point now = Clock::now();
+    EXPECT_EQ(deadline_after(now, 10s), now + 10s);
+    EXPECT_EQ(deadline_after(now, 0s), now);
+    EXPECT_EQ(deadline_after(now, -5ms), now - 5ms);
+}
+
+TEST(DeadlineAfter, StopsAtTheClocksLastInstantInsteadOfOverflowing) {
+    const Clock::time_point now = Clock::now();
+    EXPECT_EQ(deadline_after(now, Duration::max()), Clock::time_point::max());
+    // The largest --timeout the command line accepts: 9223372036 s.
+    EXPECT_EQ(deadline_after(now, parse_duration("9223372036")), Clock::time_point::max());
+    EXPECT_GT(deadline_after(now, parse_duration("9223372036")), now);
+}
+
+TEST(MillisecondsUntil, RoundsUpSoThatTheWaitNeverEndsEarly) {
+    const Clock::time_point now = Clock::now();
+    EXPECT_EQ(milliseconds_until(now, now + 1ns), 1);
+    EXPECT_EQ(milliseconds_until(now, now + 1ms), 1);
+    EXPECT_EQ(milliseconds_until(now, now + 1001us), 2);
+    EXPECT_EQ(milliseconds_until(now, now + 2s), 2000);
+}
+
+TEST(MillisecondsUntil, IsZeroForADeadlineReachedAndAtMostIntMaxForOneFarAway) {
+    const Clock::time_point now = Clock::now();
+    EXPECT_EQ(milliseconds_until(now, now), 0);
+    EXPECT_EQ(milliseconds_until(now, now - 1s), 0);
+    EXPECT_EQ(milliseconds_until(now, Clock::time_point::max()), std::numeric_limits<int>::max());
+    EXPECT_EQ(milliseconds_until(now, deadline_after(now, Duration::max())), std::numeric_limits<int>::max());
+}
+
 }  // namespace
 }  // namespace sixways
