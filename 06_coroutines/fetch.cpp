@@ -37,11 +37,9 @@ constexpr std::size_t receive_size = 64 * 1024;
 // keeps `phase` up to date, so that fetch() can name the phase a deadline interrupted. It throws
 // for every error; fetch() turns exceptions into the Result.
 //
-// `result` and `phase` are references into fetch()'s frame, and `request` and `options` are the
-// ones fetch() reads (which outlive fetch). That is safe because fetch awaits this task (through
-// wait_for, which returns only once it has finished), so it never outlives that frame: if the
-// frame is destroyed, the only handle to this task goes with it.
-Task<void> exchange(EventLoop& loop, const Request& request, const Options& options, Result& result,
+// `result` and `phase` are references into fetch()'s frame: safe, because fetch co_awaits this
+// coroutine, which runs inside fetch's task and whose frame fetch's frame owns.
+Coroutine<void> exchange(EventLoop& loop, const Request& request, const Options& options, Result& result,
                     const char*& phase) {
     // 1. Connect. A name may resolve to several addresses ("localhost" is ::1 and 127.0.0.1): try
     //    each in turn until one accepts; the last error is the one reported.
@@ -112,13 +110,12 @@ void fail(Result& result, ErrorKind kind, std::string message) {
 
 }  // namespace
 
-Task<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index) {
+Coroutine<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index) {
     Result result;
     const char* phase = "connecting";
     result.timing.start = Clock::now();
     try {
-        // wait_for starts exchange() at once, inside this step: the clock and the deadline start
-        // as the connect does.
+        // exchange() runs inside this task, at once: the clock and the deadline start with it.
         co_await wait_for(loop, exchange(loop, request, options, result, phase), options.timeout);
     } catch (const TimeoutError&) {
         fail(result, ErrorKind::timeout, timeout_message(options.timeout, phase));
@@ -139,7 +136,7 @@ namespace {
 // With a limit of C requests in flight: C of these share the list, each taking the next request as
 // soon as its last one is done (the crawler's workers do the same with a Queue). `next` and
 // `results` belong to fetch_all, which outlives every worker.
-Task<void> worker(EventLoop& loop, const std::vector<Request>& requests, const Options& options,
+Coroutine<void> worker(EventLoop& loop, const std::vector<Request>& requests, const Options& options,
                   std::size_t& next, std::vector<Result>& results) {
     while (next < requests.size()) {
         const std::size_t index = next++;
@@ -158,8 +155,7 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
         std::vector<Task<Result>> tasks;
         tasks.reserve(requests.size());
         for (std::size_t index = 0; index < requests.size(); ++index) {
-            Task<Result> task = fetch(loop, requests[index], options, index);
-            tasks.push_back(loop.create_task(std::move(task), "request " + std::to_string(index)));
+            tasks.push_back(loop.create_task(fetch(loop, requests[index], options, index), "request " + std::to_string(index)));
         }
         return loop.run_until_complete(gather(loop, std::move(tasks)));
     }
@@ -170,8 +166,7 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
     std::size_t next = 0;
     std::vector<Task<void>> workers;
     for (std::size_t k = 0; k < options.concurrency; ++k) {
-        Task<void> task = worker(loop, requests, options, next, results);
-        workers.push_back(loop.create_task(std::move(task), "worker " + std::to_string(k)));
+        workers.push_back(loop.create_task(worker(loop, requests, options, next, results), "worker " + std::to_string(k)));
     }
     loop.run_until_complete(gather(loop, std::move(workers)));
     return results;

@@ -22,7 +22,7 @@ namespace sixways::coroutines {
 // turned into the Result (the fetch throws only CancelledError, when it is cancelled). Calls
 // options.on_result(index, result), when set, as soon as the result is final. `request` and
 // `options` are read while the task runs, so they must outlive it.
-Task<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index = 0);
+Coroutine<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index = 0);
 
 // The library call of this stage: one fetch per request, all at once or at most
 // options.concurrency at a time, on one event loop; on_result as each finishes; results in order.

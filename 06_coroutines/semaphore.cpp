@@ -9,7 +9,7 @@ Semaphore::Semaphore(EventLoop& loop, std::size_t value) : value_(value), waiter
 // From the moment this task owns a unit to the moment it returns there is no suspension, and
 // from then on the unit is inside a Guard, in the task's result: if nobody ever reads it (the
 // awaiting task is destroyed), the Guard is destroyed with the result and the unit comes back.
-Task<Semaphore::Guard> Semaphore::guard() {
+Coroutine<Semaphore::Guard> Semaphore::guard() {
     if (value_ > 0) {
         --value_;
         co_return Guard(*this);
@@ -20,7 +20,7 @@ Task<Semaphore::Guard> Semaphore::guard() {
     co_return Guard(*this);
 }
 
-Task<void> Semaphore::acquire() {
+Coroutine<void> Semaphore::acquire() {
     Guard slot = co_await guard();
     slot.semaphore_ = nullptr;  // keep the unit: the caller will release() it
 }

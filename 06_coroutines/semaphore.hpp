@@ -44,10 +44,10 @@ public:
     // Takes a unit, waiting while there is none, in a Guard that will release it. Waiters are served
     // first come, first served. Cancelling a waiting guard() takes nothing; one that was handed a
     // unit and cancelled before it ran hands the unit on (WaiterQueue).
-    Task<Guard> guard();
+    Coroutine<Guard> guard();
     // The same without the Guard: call release() yourself. Prefer guard(): a release() that an
     // exception or a destroyed task skips is a unit lost for good.
-    Task<void> acquire();
+    Coroutine<void> acquire();
     // Gives a unit back: to the first waiter if there is one (value() stays 0), else to the count.
     void release();
 

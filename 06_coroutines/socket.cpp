@@ -1,6 +1,7 @@
 #include "06_coroutines/socket.hpp"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <memory>
@@ -16,26 +17,23 @@ namespace {
 enum class Interest { readable, writable };
 
 // What the socket calls share: the state of a future that one descriptor completes. watch()
-// registers a reader (or writer); the loop then calls on_ready() on every turn in which the
+// registers a reader (or writer); the loop then calls try_now() on every turn in which the
 // descriptor is ready, and on_ready() makes the system call, which either would block (wait for
 // the next turn) or ends the wait with succeed() or an exception. asyncio's loop.sock_recv is built
 // the same way: its reader callback makes the recv() itself.
 template <class T>
-class SocketWait : public detail::ValueState<T> {
+class SocketWait : public detail::FutureState<T> {
 public:
     SocketWait(EventLoop& loop, int fd, Interest interest)
-        : detail::ValueState<T>(&loop), fd_(fd), interest_(interest) {}
+        : detail::FutureState<T>(loop), fd_(fd), interest_(interest) {}
     ~SocketWait() override { stop_watching(); }  // the frame that awaited us is gone
     SocketWait(const SocketWait&) = delete;
     SocketWait& operator=(const SocketWait&) = delete;
 
-    // One try, now: the call may well not block (a reply already there, room in the send buffer).
-    // A failure fails the future; whoever awaits it gets the SocketError from co_await.
+    // One try: the call may well not block (a reply already there, room in the send buffer). A
+    // failure fails the future; whoever awaits it gets the SocketError from co_await.
     void try_now() {
-        if (this->done()) {  // finished from outside: a Future's set_result is public
-            stop_watching();
-            return;
-        }
+        if (this->done()) return stop_watching();  // set or cancelled from outside meanwhile
         try {
             on_ready();
         } catch (const SocketError&) {
@@ -47,16 +45,12 @@ public:
     // refers to this object: its destructor removes the callback before the object is gone.
     void watch() {
         auto on_ready = [this] { try_now(); };
-        if (interest_ == Interest::readable) {
-            this->loop()->add_reader(fd_, on_ready);
-        } else {
-            this->loop()->add_writer(fd_, on_ready);
-        }
-        watching_ = true;
+        EventLoop& loop = this->loop();
+        registration_ = interest_ == Interest::readable ? loop.add_reader(fd_, on_ready) : loop.add_writer(fd_, on_ready);
     }
     bool cancel() override {
         stop_watching();  // now, not on a later turn: the socket may be closed before then
-        return detail::ValueState<T>::cancel();
+        return detail::FutureState<T>::cancel();
     }
 
 protected:
@@ -71,18 +65,13 @@ protected:
     int fd() const { return fd_; }
 
 private:
-    void stop_watching() {
-        if (!std::exchange(watching_, false)) return;
-        if (interest_ == Interest::readable) {
-            this->loop()->remove_reader(fd_);
-        } else {
-            this->loop()->remove_writer(fd_);
-        }
-    }
+    // Removes our registration only: if the socket was closed and its number given to a new
+    // socket that another task now waits on, that wait is not ours to remove.
+    void stop_watching() { this->loop().remove(std::exchange(registration_, Registration{})); }
 
     int fd_;
     Interest interest_;
-    bool watching_ = false;
+    Registration registration_;
 };
 
 // Future's constructor from a state is for Future's own family; this lets the calls below hand
@@ -90,7 +79,7 @@ private:
 template <class T>
 class SocketFuture : public Future<T> {
 public:
-    explicit SocketFuture(std::shared_ptr<detail::ValueState<T>> state) : Future<T>(std::move(state)) {}
+    explicit SocketFuture(std::shared_ptr<detail::FutureState<T>> state) : Future<T>(std::move(state)) {}
 };
 
 // Tries at once, and waits only if the call would block.
@@ -188,6 +177,13 @@ private:
 
 SocketError::SocketError(const char* call, int error_number)
     : std::runtime_error(errno_message(call, error_number)), error_number_(error_number) {}
+
+void Socket::close() {
+    if (fd_ < 0) return;
+    loop_->remove_reader(fd_);
+    loop_->remove_writer(fd_);
+    ::close(std::exchange(fd_, -1));  // never retried: Linux frees the number even on an error
+}
 
 Socket Socket::open(EventLoop& loop, int family) {
     const int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -17,9 +17,9 @@
 //
 // The registration lives exactly as long as the wait: it is removed when the future completes,
 // when it is cancelled (a cancelled task cancels the future it waits on), and when the future is
-// destroyed (with the frame of a task destroyed while it waited). So a cancelled wait leaves
-// nothing registered with the loop, and a socket is never closed while the loop still watches it.
-// Like every future, one of these must not outlive its loop.
+// destroyed (with the frame of a task destroyed while it waited). A wait removes only its own
+// registration, never a newer one on the same descriptor number. Like every future, one of these
+// must not outlive its loop.
 #pragma once
 
 #include <cstddef>
@@ -43,9 +43,9 @@ private:
     int error_number_;
 };
 
-// Owns one descriptor and closes it exactly once, through its loop's remove_and_close (the loop
-// must hear that the number is free): when destroyed (also when the coroutine frame that holds it
-// is destroyed), or by close(). Move-only.
+// Owns one descriptor and closes it exactly once: when destroyed (also with the frame of a task
+// destroyed while it waited), or by close(). Its reader and writer, if any, are removed first: the
+// loop must not watch a number that the kernel may give to the next socket. Move-only.
 class Socket {
 public:
     Socket() = default;
@@ -69,9 +69,7 @@ public:
 
     int fd() const { return fd_; }
     explicit operator bool() const { return fd_ >= 0; }
-    void close() {
-        if (fd_ >= 0) loop_->remove_and_close(std::exchange(fd_, -1));
-    }
+    void close();
 
 private:
     EventLoop* loop_ = nullptr;

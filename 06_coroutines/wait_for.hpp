@@ -1,16 +1,17 @@
-// wait_for: a task with a deadline (asyncio.wait_for).
+// wait_for: a coroutine with a deadline (asyncio.wait_for, built as asyncio.timeout is).
 //
 //   try {
 //       Response response = co_await wait_for(loop, download(url), 10s);
 //   } catch (const TimeoutError&) {
-//       // download() was cancelled, and it has FINISHED: its socket is closed, its timers are gone
+//       // download() was cancelled and has finished: its socket is closed, its timers are gone
 //   }
 //
-// At the deadline, wait_for cancels the task and then keeps waiting until the task has really
-// finished: the task may need turns of the loop to unwind (its CancelledError runs destructors,
-// and it may even catch it to clean up). Only then does wait_for throw TimeoutError. Returning
-// earlier would leave the task running with nobody watching it, and leave the caller believing it
-// was over. (asyncio's wait_for waits for the cancelled task too.)
+// The coroutine runs inside the awaiting task, like any co_await. At the deadline, wait_for cancels
+// that task, so the coroutine gets a CancelledError at the co_await it is suspended in, and unwinds
+// (its destructors close what it opened). When the CancelledError comes out, wait_for turns it
+// into TimeoutError, but only if the cancel was its own: the task counts its cancel requests, and
+// if another one came too (Ctrl-C in the very turn the deadline fired, say), the CancelledError
+// goes on up, and the task stops as it was asked to.
 #pragma once
 
 #include <stdexcept>
@@ -25,33 +26,54 @@ public:
     TimeoutError() : std::runtime_error("timed out") {}
 };
 
-// The result of `task`, or TimeoutError if it has not finished `timeout` after wait_for's first
-// step. A task that was not started yet starts inside that step, at the co_await below, like a
-// function call: `co_await wait_for(loop, fetch(url), 10s)` starts the fetch and its deadline
-// together. Cancelling wait_for cancels the task (and still waits for it). If the task finishes
-// anyway after being cancelled at the deadline (it caught the CancelledError and returned a
-// result), its result is returned: it is not thrown away.
-//
-// The result is copied out of the task, not moved: wait_for keeps its own handle to the task for
-// the whole wait (the deadline needs it to cancel the task). A large result is better written into
-// the caller's frame by a Task<void>, as fetch.cpp's exchange() does.
+namespace detail {
+
+// The deadline of one wait_for: cancels the current task when it fires; takes that request back
+// when the wait is over, however it ended (asyncio: timeouts.Timeout).
+class Deadline {
+public:
+    Deadline(EventLoop& loop, Duration timeout) : task_(*loop.current_task()), cancelling_(task_.cancelling()) {
+        auto expire = [this] {
+            expired_ = true;
+            task_.cancel();
+        };
+        timer_ = loop.call_later(timeout, expire);
+    }
+    ~Deadline() { take_back(); }
+    Deadline(const Deadline&) = delete;
+    Deadline& operator=(const Deadline&) = delete;
+
+    // True if the deadline caused the cancel, and nobody else asked for one meanwhile.
+    bool caused_the_cancel() { return take_back() && task_.cancelling() <= cancelling_; }
+
+private:
+    bool take_back() {
+        timer_.cancel();
+        if (expired_ && !taken_back_) {
+            taken_back_ = true;
+            task_.uncancel();
+        }
+        return expired_;
+    }
+    TaskBase& task_;
+    int cancelling_;  // the task's requests before this wait began
+    TimerHandle timer_;
+    bool expired_ = false;
+    bool taken_back_ = false;
+};
+
+}  // namespace detail
+
+// The result of `work`, or TimeoutError if it has not finished `timeout` after it started. If
+// `work` catches the CancelledError and returns anyway, its result is returned.
 template <class T>
-Task<T> wait_for(EventLoop& loop, Task<T> task, Duration timeout) {
-    bool timed_out = false;
-    // Named, as every capturing lambda in this stage's coroutines is: g++ 12 may destroy one twice
-    // when it is a temporary in an expression that also has a co_await (GCC PR 107288). This
-    // expression has none, but a later edit could add one. The lambda refers to this frame; the
-    // guard cancels the timer, and so drops the lambda, before the frame's locals are gone.
-    auto on_deadline = [&task, &timed_out] {
-        timed_out = true;
-        task.cancel();  // our co_await below wakes when the task has finished cancelling
-    };
-    TimerGuard deadline(loop.call_later(timeout, on_deadline));
+Coroutine<T> wait_for(EventLoop& loop, Coroutine<T> work, Duration timeout) {
+    detail::Deadline deadline(loop, timeout);
     try {
-        co_return co_await task;
+        co_return co_await std::move(work);
     } catch (const CancelledError&) {
-        if (timed_out) throw TimeoutError();
-        throw;  // cancelled by someone else (this wait_for itself, most likely)
+        if (deadline.caused_the_cancel()) throw TimeoutError();
+        throw;
     }
 }
 

@@ -4,7 +4,7 @@
 //   thread/...        stage 02: create a thread that does nothing and join it
 //   generator/...     stage 05: create a Generator and run it to its first co_yield; resume one
 //   callbacks/...     stage 04: call_soon plus the turn of the loop that runs the callback
-//   coroutines/...    stage 06: create and complete a Task; suspend on a Future and be resumed
+//   coroutines/...    stage 06: await a coroutine that returns at once; suspend on a Future and be resumed
 //                     through it; call_soon plus one turn of the loop
 //
 // Each loop turn (04 and 06) includes its epoll_wait, with a timeout of 0 because a callback is
@@ -117,30 +117,29 @@ BENCHMARK(callbacks_call_soon_turn)->Name("callbacks/call_soon_and_turn")->MinTi
 
 // ---- Coroutines (stage 06) ----
 
-co::Task<int> answer() { co_return 42; }
+co::Coroutine<int> answer() { co_return 42; }
 
-// co_await on a task that was not started runs its first step at once; this one finishes there,
-// so the await does not suspend. What is left is creating a Task (its frame and its shared state)
-// and completing it.
-co::Task<void> create_and_complete_tasks(benchmark::State& state) {
+// co_await on a coroutine runs it inside the awaiting task: its frame is made, pushed on the task's
+// stack, resumed by the step's loop, and popped when it finishes, without a turn of the loop.
+co::Coroutine<void> await_coroutines(benchmark::State& state) {
     for (auto _ : state) {
         const int value = co_await answer();
         benchmark::DoNotOptimize(value);
     }
 }
 
-void task_create_complete(benchmark::State& state) {
+void coroutine_await(benchmark::State& state) {
     co::EventLoop loop;
-    loop.run_until_complete(create_and_complete_tasks(state));
+    loop.run_until_complete(await_coroutines(state));
     state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(task_create_complete)->Name("coroutines/task_create_complete")->MinTime(seconds_per_benchmark);
+BENCHMARK(coroutine_await)->Name("coroutines/await_a_coroutine")->MinTime(seconds_per_benchmark);
 
 // A task suspends on a Future that a callback completes: make the Future, call_soon the callback,
 // co_await. Turn 1 runs the callback, whose set_result schedules the task's next step; turn 2
 // runs that step, which resumes the task. The callback captures the future by reference: it lives
 // in the task's frame, which outlives the wait.
-co::Task<void> round_trips_through_futures(co::EventLoop& loop, benchmark::State& state) {
+co::Coroutine<void> round_trips_through_futures(co::EventLoop& loop, benchmark::State& state) {
     for (auto _ : state) {
         co::Future<int> future(loop);
         loop.call_soon([&future] { future.set_result(1); });

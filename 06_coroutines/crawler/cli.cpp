@@ -232,7 +232,10 @@ public:
         loop_.add_reader(fd_, on_signal);
     }
     ~InterruptWatch() {
-        if (fd_ >= 0) loop_.remove_and_close(fd_);
+        if (fd_ >= 0) {
+            loop_.remove_reader(fd_);
+            ::close(fd_);
+        }
         sigprocmask(SIG_SETMASK, &previous_, nullptr);
     }
     InterruptWatch(const InterruptWatch&) = delete;

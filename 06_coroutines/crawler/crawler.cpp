@@ -124,7 +124,7 @@ Crawler::Crawler(EventLoop& loop, CrawlerOptions options)
 // The main coroutine: start the workers, wait until the queue's work is all done, stop the
 // workers. Like a main thread that starts a pool and joins it, but without threads: the workers
 // run only while this coroutine waits in join().
-Task<void> Crawler::crawl() {
+Coroutine<void> Crawler::crawl() {
     started_ = loop_.time();
     // Coroutines are cheap (a frame on the heap, no stack of their own), so all the workers are
     // made at once; a pool of threads would rather grow as needed.
@@ -148,24 +148,20 @@ Task<void> Crawler::crawl() {
     // turn of the loop to unwind, and only then are its sockets closed. Leaving them pending would
     // get "Task was destroyed but it is pending!" when the loop goes, as in the chapter.
     for (Task<void>& worker : workers) worker.cancel();
-    // return_exceptions: a cancelled worker is the expected outcome here, not a failure.
-    Task<std::vector<coroutines::Outcome<void>>> all_stopped =
-        coroutines::gather(loop_, std::move(workers), coroutines::return_exceptions);
-    co_await std::move(all_stopped);
+    co_await coroutines::wait(loop_, workers);  // each ends cancelled: expected, not a failure
 
     if (interrupted) throw coroutines::CancelledError();
 }
 
 // One worker: take a URL, fetch it, mark it done; for ever (until crawl() cancels it, which
 // happens while it waits in get()).
-Task<void> Crawler::work() {
+Coroutine<void> Crawler::work() {
     for (;;) {
         QueueItem item = co_await queue_.get();
         ++busy_workers_;
         const std::string url = item.url;
-        Task<void> fetching = fetch(std::move(item.url), item.redirects_left);
         try {
-            co_await std::move(fetching);
+            co_await fetch(std::move(item.url), item.redirects_left);
         } catch (const std::exception& error) {
             // fetch() turns every network error into its statistic; reaching here is a bug or an
             // exhausted machine (std::bad_alloc). Record it and go on: a worker that died would
@@ -182,7 +178,7 @@ Task<void> Crawler::work() {
 
 // Fetch one URL and deal with the answer: a redirect queues its target, an HTML page its links.
 // Every way out records one FetchStatistic.
-Task<void> Crawler::fetch(std::string url, std::size_t redirects_left) {
+Coroutine<void> Crawler::fetch(std::string url, std::size_t redirects_left) {
     FetchStatistic stat;
     stat.url = url;
     const Url target = *parse_http_url(url);  // only URLs that parse are ever queued
@@ -196,8 +192,10 @@ Task<void> Crawler::fetch(std::string url, std::size_t redirects_left) {
         co_return;
     }
 
-    Task<Result> fetching = fetch_with_retries(Request{target, addresses->second}, stat);
-    const Result result = co_await std::move(fetching);
+    // Named, not written inside the co_await: g++ 12 destroys an aggregate temporary in a co_await
+    // expression twice (GCC PR 107288).
+    Request request{target, addresses->second};
+    const Result result = co_await fetch_with_retries(std::move(request), stat);
     if (!result.ok()) {
         stat.error_kind = result.error;
         stat.error = result.error_message;
@@ -229,9 +227,9 @@ Task<void> Crawler::fetch(std::string url, std::size_t redirects_left) {
 // little longer before each new try. Stage 06's fetch opens one connection per request and sends
 // "Connection: close", so each try starts afresh.
 //
-// `stat` is a reference into fetch()'s frame: safe, because fetch() awaits this task at once, so
-// the task cannot outlive that frame.
-Task<Result> Crawler::fetch_with_retries(Request request, FetchStatistic& stat) {
+// `stat` is a reference into fetch()'s frame: safe, because fetch() co_awaits this coroutine, which
+// runs inside the same task and whose frame fetch()'s frame owns.
+Coroutine<Result> Crawler::fetch_with_retries(Request request, FetchStatistic& stat) {
     Options fetch_options;
     fetch_options.timeout = options_.timeout;
     fetch_options.body_cap = options_.body_cap;
@@ -241,8 +239,7 @@ Task<Result> Crawler::fetch_with_retries(Request request, FetchStatistic& stat) 
         Result result;
         {
             InFlight counting(in_flight_, most_in_flight_);
-            Task<Result> attempt = coroutines::fetch(loop_, request, fetch_options);
-            result = co_await std::move(attempt);
+            result = co_await coroutines::fetch(loop_, request, fetch_options);
         }
         if (result.ok() || !worth_retrying(result.error) || stat.tries >= options_.max_tries) {
             co_return std::move(result);

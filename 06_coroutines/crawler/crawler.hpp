@@ -51,6 +51,7 @@
 
 namespace sixways::crawler {
 
+using coroutines::Coroutine;
 using coroutines::EventLoop;
 using coroutines::Task;
 
@@ -119,7 +120,7 @@ public:
     // Runs until every URL found has been fetched. Cancelling it (Ctrl-C) cancels the workers,
     // waits until they have finished (their sockets are closed), and then throws CancelledError;
     // done() keeps what was fetched until then.
-    Task<void> crawl();
+    Coroutine<void> crawl();
 
     // Would a link to this absolute URL be followed? Only http:// URLs, on a host in scope, that
     // `exclude` does not match, up to max_url_length. (Whether the host has an address is not asked
@@ -142,9 +143,9 @@ private:
         std::size_t redirects_left;
     };
 
-    Task<void> work();
-    Task<void> fetch(std::string url, std::size_t redirects_left);
-    Task<Result> fetch_with_retries(Request request, FetchStatistic& stat);
+    Coroutine<void> work();
+    Coroutine<void> fetch(std::string url, std::size_t redirects_left);
+    Coroutine<Result> fetch_with_retries(Request request, FetchStatistic& stat);
     void follow_redirect(FetchStatistic& stat, const std::string& location, std::size_t redirects_left);
     void follow_links(FetchStatistic& stat, const std::string& html);
     void add_url(const std::string& url, std::size_t redirects_left);
