@@ -1,20 +1,22 @@
 // What the loop tells epoll, counted by tests/support/epoll_refusal.cpp, which stands in for the
-// kernel's epoll_ctl (and counts recv calls) in this program: changes go in one batch per turn, a
-// socket closed through the loop costs no EPOLL_CTL_DEL, a socket closed behind the loop's back is
-// still handled, a socket that epoll refuses fails only its own request, and a request makes one
-// recv.
+// kernel's epoll_ctl in this program: every change at once (ADD, MOD, DEL), a number removed,
+// closed and reused is watched again, a socket that epoll refuses fails only its own request, and
+// what a request costs.
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "06_coroutines/event_loop.hpp"
 #include "06_coroutines/fetch.hpp"
 #include "06_coroutines/sleep.hpp"
 #include "06_coroutines/tests/helpers.hpp"
+#include "lab/labserver.hpp"
 #include "tests/support/epoll_refusal.hpp"
 
 namespace sixways::coroutines {
@@ -25,74 +27,45 @@ using testing_support::epoll_ctl_calls;
 using testing_support::epoll_watches;
 using testing_support::EpollCtlCalls;
 using testing_support::expect_loop_is_clean;
-using testing_support::run_one_turn;
 using testing_support::socket_pair;
 
 class EpollTest : public testing_support::LeakCheckedTest {};
 
-// The calls made since `before`.
-EpollCtlCalls since(const EpollCtlCalls& before) {
+// The calls made since `before`, as "ADD 1, MOD 0, DEL 0".
+std::string since(const EpollCtlCalls& before) {
     const EpollCtlCalls now = epoll_ctl_calls();
-    return {now.add - before.add, now.mod - before.mod, now.del - before.del};
+    return "ADD " + std::to_string(now.add - before.add) + ", MOD " + std::to_string(now.mod - before.mod) +
+           ", DEL " + std::to_string(now.del - before.del);
 }
 
 TEST(Coroutines, FailsARequestWhoseSocketEpollRefusesWithLimitAndGoesOn) {
     testing_support::expect_a_refused_socket_fails_only_its_request(&fetch_all);
 }
 
-// What a request of this stage does: its connect's writer goes and its recv's reader comes in the
-// same turn. Told at once, epoll would hear a DEL and an ADD; batched, it hears one MOD.
-TEST_F(EpollTest, AWriterSwappedForAReaderInOneTurnReachesEpollAsOneMod) {
+// No batching: each add or remove is one epoll_ctl, made before the call returns.
+TEST_F(EpollTest, EpollHearsOfEveryChangeAtOnce) {
     EventLoop loop;
     int ours = -1;
     int theirs = -1;
     std::tie(ours, theirs) = socket_pair();
     const EpollCtlCalls before = epoll_ctl_calls();
-    int reads = 0;
-    loop.add_writer(ours, [&] {
-        loop.remove_writer(ours);
-        loop.add_reader(ours, [&] {
-            char byte;
-            if (::read(ours, &byte, 1) == 1) ++reads;
-            loop.remove_reader(ours);
-        });
-    });
-    EXPECT_EQ(since(before).add, 1);  // a new descriptor is added at once
-    run_one_turn(loop);               // the writer runs, and swaps itself for a reader
-    ASSERT_EQ(::write(theirs, "x", 1), 1);
-    testing_support::run_within(loop, sleep(loop, 50ms));
-    EXPECT_EQ(reads, 1);
-    const EpollCtlCalls calls = since(before);
-    EXPECT_EQ(calls.add, 1);
-    EXPECT_EQ(calls.mod, 1);
-    EXPECT_EQ(calls.del, 1);  // the reader's removal, on the turn after it: the socket stays open
+    loop.add_writer(ours, [] {});
+    EXPECT_EQ(since(before), "ADD 1, MOD 0, DEL 0");  // new to epoll: ADD
+    loop.add_reader(ours, [] {});
+    EXPECT_EQ(since(before), "ADD 1, MOD 1, DEL 0");  // writable, and now readable too: MOD
+    loop.remove_writer(ours);
+    EXPECT_EQ(since(before), "ADD 1, MOD 2, DEL 0");  // readable only: MOD
+    EXPECT_TRUE(epoll_watches(ours));
+    loop.remove_reader(ours);
+    EXPECT_EQ(since(before), "ADD 1, MOD 2, DEL 1");  // nothing left: DEL
     EXPECT_FALSE(epoll_watches(ours));
     expect_loop_is_clean(loop);
     ::close(ours);
     ::close(theirs);
 }
 
-TEST_F(EpollTest, RemoveAndCloseLeavesEpollWithoutADel) {
-    EventLoop loop;
-    int ours = -1;
-    int theirs = -1;
-    std::tie(ours, theirs) = socket_pair();
-    const EpollCtlCalls before = epoll_ctl_calls();
-    loop.add_reader(ours, [] {});
-    ASSERT_TRUE(epoll_watches(ours));
-    loop.remove_and_close(ours);
-    EXPECT_EQ(loop.watched_descriptors(), 0u);
-    run_one_turn(loop);
-    EXPECT_EQ(since(before).del, 0);
-    EXPECT_FALSE(epoll_watches(ours));  // close() took it out
-    expect_loop_is_clean(loop);
-    ::close(theirs);
-}
-
-// A program that closes a watched descriptor itself, after remove_reader, while the DEL still
-// waits for the next turn, and whose next socket gets the same number and the same interest: the
-// loop must still register the new socket (its MOD fails with ENOENT, and it ADDs instead).
-TEST_F(EpollTest, ANumberClosedBehindTheLoopsBackAndReusedIsWatchedAgain) {
+// Removed, closed, and its number given to a new socket: the new socket starts afresh.
+TEST_F(EpollTest, ADescriptorNumberRemovedClosedAndReusedIsWatchedAgain) {
     EventLoop loop;
     int old_socket = -1;
     int old_peer = -1;
@@ -118,17 +91,24 @@ TEST_F(EpollTest, ANumberClosedBehindTheLoopsBackAndReusedIsWatchedAgain) {
     testing_support::run_within(loop, sleep(loop, 50ms));
     EXPECT_EQ(reads, 1);
     expect_loop_is_clean(loop);
-    loop.remove_and_close(fresh);
+    ::close(fresh);
     ::close(old_peer);
     ::close(fresh_peer);
 }
 
-// A whole request: one ADD (the connect's writer) and one MOD (writer swapped for the reader), and
-// no DEL, since its socket is closed through the loop. Told at once, epoll heard four calls. And
-// one recv(): exchange waits with wait_readable until the answer is there (a try first would make
-// two, the first finding nothing).
-TEST_F(EpollTest, ARequestCostsOneAddOneModAndOneRecv) {
-    testing_support::expect_calls_per_request(&fetch_all, 1);
+// A whole request, from a server that answers after 50 ms: the connect's writer (ADD, then DEL
+// when the connection is made), the send (no wait: the request fits in the send buffer), the
+// wait for the answer (ADD, then DEL when it is there). No MOD: a socket never has a reader and a
+// writer at once. And one recv, for an answer that arrives in one piece: exchange waits with
+// wait_readable, so sock_recv's first try finds the answer.
+TEST_F(EpollTest, ARequestCostsTwoAddsAndTwoDels) {
+    lab::LabServer server(testing_support::on_loopback(50ms));
+    server.start();
+    const std::vector<Request> requests = testing_support::numbered_requests(server, 3);
+    const EpollCtlCalls before = epoll_ctl_calls();
+    const std::vector<Result> results = fetch_all(requests, testing_support::with_timeout(5s));
+    testing_support::expect_each_numbered_body(results);
+    EXPECT_EQ(since(before), "ADD 6, MOD 0, DEL 6");  // three requests
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The event loop on its own: callbacks, timers, descriptors, and the stale-event guard.
+// The event loop on its own: callbacks, timers, descriptors, registrations, and the stale-event
+// guard.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -6,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -18,6 +21,8 @@ namespace sixways::coroutines {
 namespace {
 
 using namespace std::chrono_literals;
+using testing_support::epoll_watches;
+using testing_support::run_one_turn;
 using testing_support::socket_pair;
 
 class EventLoopTest : public testing_support::LeakCheckedTest {};
@@ -58,10 +63,10 @@ TEST_F(EventLoopTest, ATimerNeverRunsBeforeItsDeadline) {
     EventLoop loop;
     // 1.5 ms: epoll_wait counts whole milliseconds, so the loop must round the wait up, not down.
     for (const Duration delay : {Duration(1500us), Duration(1ms), Duration(0)}) {
-        TimerHandle timer;
+        const Clock::time_point when = loop.time() + delay;
         bool on_time = false;
-        timer = loop.call_later(delay, [&] {
-            on_time = loop.time() >= timer.when();
+        loop.call_at(when, [&] {
+            on_time = loop.time() >= when;
             loop.stop();
         });
         loop.run_forever();
@@ -81,6 +86,69 @@ TEST_F(EventLoopTest, ACancelledTimerNeverRunsEvenWhenItIsDueInTheSameTurn) {
     EXPECT_FALSE(second_ran);
     EXPECT_TRUE(second.cancelled());
     second.cancel();  // twice: nothing happens
+}
+
+// A callback that owns the object that holds its own timer: cancelling through that object
+// destroys the callback, hence the object, hence the very handle cancel() was called on.
+struct SelfTimed {
+    TimerHandle timer;
+};
+
+TEST_F(EventLoopTest, CancellingATimerWhoseCallbackOwnsTheHandleIsSafe) {
+    EventLoop loop;
+    auto owner = std::make_shared<SelfTimed>();
+    const std::weak_ptr<SelfTimed> watcher = owner;
+    owner->timer = loop.call_later(1h, [owner] {});
+    SelfTimed* self = owner.get();
+    owner.reset();  // the callback holds the only reference now
+    self->timer.cancel();  // frees *self, the handle included (AddressSanitizer checks the rest)
+    EXPECT_TRUE(watcher.expired());  // what the callback captured was released at once
+    EXPECT_EQ(loop.pending_timers(), 0u);
+}
+
+TEST_F(EventLoopTest, ATimerOfDurationMaxNeverComesDue) {
+    EventLoop loop;
+    bool ran = false;
+    TimerHandle never = loop.call_later(Duration::max(), [&] { ran = true; });
+    run_one_turn(loop);
+    run_one_turn(loop);
+    EXPECT_FALSE(ran);  // not an overflow into the past, which would be due at once
+    EXPECT_EQ(loop.pending_timers(), 1u);
+    never.cancel();
+}
+
+// A timer that re-arms itself for a deadline already past is due again at once. Due timers join
+// the ready queue, and what runs in a turn schedules for the next one: so it runs once per turn,
+// and callbacks and readers get their turns meanwhile. (A limit on the runs keeps a loop that
+// would run it again and again inside one turn from running for ever.)
+TEST_F(EventLoopTest, ATimerThatReArmsItselfForAPastDeadlineRunsOncePerTurnAndTheRestStillRuns) {
+    EventLoop loop;
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
+    ASSERT_EQ(::write(theirs, "x", 1), 1);  // never read: readable on every turn
+    int timer_runs = 0;
+    std::function<void()> rearm = [&] {
+        if (++timer_runs < 1000) loop.call_at(loop.time() - 1s, rearm);
+    };
+    loop.call_at(loop.time() - 1s, rearm);
+    int reader_runs = 0;
+    loop.add_reader(ours, [&] { ++reader_runs; });
+    int soon_runs = 0;
+    std::function<void()> tick = [&] {
+        ++soon_runs;
+        loop.call_soon(tick);
+    };
+    loop.call_soon(tick);
+    for (int turn = 1; turn <= 3; ++turn) {
+        run_one_turn(loop);
+        EXPECT_EQ(timer_runs, turn);
+        EXPECT_EQ(reader_runs, turn);
+        EXPECT_EQ(soon_runs, turn);
+    }
+    loop.remove_reader(ours);
+    ::close(ours);
+    ::close(theirs);
 }
 
 TEST_F(EventLoopTest, ARunForeverWithNothingToWaitForThrowsInsteadOfHanging) {
@@ -122,6 +190,25 @@ TEST_F(EventLoopTest, AReaderIsCalledEveryTurnWhileDataIsUnreadAndNeverAfterItsR
     loop.run_forever();
     EXPECT_EQ(calls, 3);  // level-triggered: called on each turn while the byte was unread
     EXPECT_FALSE(loop.remove_reader(ours));
+    ::close(ours);
+    ::close(theirs);
+}
+
+// A registration names one reader: removing it after a newer reader took its place (as a newer
+// socket with the same number would) removes nothing.
+TEST_F(EventLoopTest, RemovingARegistrationRemovesThatReaderOnlyNotANewerOne) {
+    EventLoop loop;
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
+    const Registration first = loop.add_reader(ours, [] {});
+    const Registration second = loop.add_reader(ours, [] {});  // replaces the first
+    EXPECT_FALSE(loop.remove(first));
+    EXPECT_EQ(loop.watched_descriptors(), 1u);
+    EXPECT_TRUE(epoll_watches(ours));
+    EXPECT_TRUE(loop.remove(second));
+    EXPECT_FALSE(loop.remove(second));  // twice: nothing to remove
+    EXPECT_FALSE(epoll_watches(ours));
     ::close(ours);
     ::close(theirs);
 }

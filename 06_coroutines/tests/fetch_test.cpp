@@ -111,6 +111,18 @@ TEST_F(FetchTest, ATimeoutNamesThePhaseItInterrupted) {
     EXPECT_NE(results[0].timing.sent, Clock::time_point{});  // it got as far as sending
 }
 
+// The longest timeout the command line accepts: a deadline that overflowed into the past would time
+// the request out before it began.
+TEST_F(FetchTest, ATimeoutTooLongForTheClockMeansNoDeadline) {
+    lab::LabServer server(on_loopback(0ms));
+    server.start();
+    Options options;
+    options.timeout = parse_duration("9223372036");  // seconds: just under Duration::max()
+    const std::vector<Result> results = fetch_all({request_for(server.url("/"))}, options);
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_TRUE(results[0].ok()) << results[0].error_message;
+}
+
 TEST_F(FetchTest, TriesTheNextAddressWhenOneRefuses) {
     lab::LabServer server(on_loopback(0ms));
     server.start();
@@ -148,7 +160,7 @@ TEST_F(FetchTest, ARunEndsWithNoTaskLeftPendingAndNothingSaidOnStderr) {
 }
 
 // What one request costs while it waits for its answer: its coroutine frames (fetch, wait_for,
-// the exchange) and their task states, sock_recv's wait, the parser, its timer. Measured as the
+// the exchange) and its one task state, the wait for the socket, the parser, its timer. Measured as the
 // growth of the heap with glibc's mallinfo2 (AddressSanitizer has its own allocator: skipped
 // there).
 TEST_F(FetchTest, ARequestWaitingForItsAnswerCostsAFewKilobytesAtMost) {

@@ -1,6 +1,7 @@
 // Future on its own: states, results, callbacks, and what it prints.
 #include <gtest/gtest.h>
 
+#include <exception>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -45,14 +46,14 @@ TEST_F(FutureTest, ASecondSetResultOrSetExceptionThrowsInvalidStateError) {
     Future<int> future(loop);
     future.set_result(1);
     EXPECT_THROW(future.set_result(2), InvalidStateError);
-    EXPECT_THROW(future.set_exception(std::runtime_error("late")), InvalidStateError);
+    EXPECT_THROW(future.set_exception(std::make_exception_ptr(std::runtime_error("late"))), InvalidStateError);
     EXPECT_EQ(future.result(), 1);
 }
 
 TEST_F(FutureTest, SetExceptionMakesResultRethrowIt) {
     EventLoop loop;
     Future<void> future(loop);
-    future.set_exception(std::runtime_error("boom"));
+    future.set_exception(std::make_exception_ptr(std::runtime_error("boom")));
     EXPECT_TRUE(future.done());
     EXPECT_FALSE(future.cancelled());
     EXPECT_THROW(future.result(), std::runtime_error);
@@ -123,16 +124,16 @@ TEST_F(FutureTest, PrintsItsStateForDebugging) {
     Future<int> finished(loop);
     finished.set_result(42);
     Future<int> failed(loop);
-    failed.set_exception(std::runtime_error("boom"));
+    failed.set_exception(std::make_exception_ptr(std::runtime_error("boom")));
     Future<void> cancelled(loop);
     cancelled.cancel();
     EXPECT_EQ(pending.to_string(), "<Future pending>");
-    EXPECT_EQ(finished.to_string(), "<Future finished result=42>");
+    EXPECT_EQ(finished.to_string(), "<Future finished>");
     EXPECT_EQ(failed.to_string(), "<Future finished exception=boom>");
     EXPECT_EQ(cancelled.to_string(), "<Future cancelled>");
     std::ostringstream out;
     out << finished;
-    EXPECT_EQ(out.str(), "<Future finished result=42>");
+    EXPECT_EQ(out.str(), "<Future finished>");
 }
 
 TEST_F(FutureTest, RunUntilCompleteReturnsTheResultOrRethrowsTheException) {
@@ -141,7 +142,7 @@ TEST_F(FutureTest, RunUntilCompleteReturnsTheResultOrRethrowsTheException) {
     loop.call_soon([future]() mutable { future.set_result(3); });
     EXPECT_EQ(loop.run_until_complete(future), 3);
     Future<int> failing(loop);
-    loop.call_soon([failing]() mutable { failing.set_exception(std::runtime_error("no")); });
+    loop.call_soon([failing]() mutable { failing.set_exception(std::make_exception_ptr(std::runtime_error("no"))); });
     EXPECT_THROW(loop.run_until_complete(failing), std::runtime_error);
 }
 

