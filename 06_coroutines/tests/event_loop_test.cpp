@@ -91,18 +91,21 @@ TEST_F(EventLoopTest, ACancelledTimerNeverRunsEvenWhenItIsDueInTheSameTurn) {
 // A callback that owns the object that holds its own timer: cancelling through that object
 // destroys the callback, hence the object, hence the very handle cancel() was called on.
 struct SelfTimed {
+    explicit SelfTimed(bool* destroyed) : destroyed(destroyed) {}
+    ~SelfTimed() { *destroyed = true; }
     TimerHandle timer;
+    bool* destroyed;
 };
 
 TEST_F(EventLoopTest, CancellingATimerWhoseCallbackOwnsTheHandleIsSafe) {
     EventLoop loop;
-    auto owner = std::make_shared<SelfTimed>();
-    const std::weak_ptr<SelfTimed> watcher = owner;
+    bool destroyed = false;
+    auto owner = std::make_shared<SelfTimed>(&destroyed);
     owner->timer = loop.call_later(1h, [owner] {});
     SelfTimed* self = owner.get();
     owner.reset();  // the callback holds the only reference now
     self->timer.cancel();  // frees *self, the handle included (AddressSanitizer checks the rest)
-    EXPECT_TRUE(watcher.expired());  // what the callback captured was released at once
+    EXPECT_TRUE(destroyed);  // what the callback captured was released at once
     EXPECT_EQ(loop.pending_timers(), 0u);
 }
 
