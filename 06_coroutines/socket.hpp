@@ -1,6 +1,6 @@
-// Sockets for the loop: an RAII socket and three calls that wait for it the way stage 01 blocked
-// on it (asyncio: loop.sock_connect, loop.sock_sendall, loop.sock_recv), and a fourth that only
-// waits until there is something to read.
+// Sockets for the loop: an RAII socket, two futures that wait until a descriptor is ready, and
+// three coroutines that do what stage 01 did with blocking calls (asyncio: loop.sock_connect,
+// loop.sock_sendall, loop.sock_recv).
 //
 //   Socket socket = Socket::open(loop, address.family());  // non-blocking; closed by ~Socket
 //   co_await sock_connect(loop, socket.fd(), address);
@@ -8,18 +8,14 @@
 //   co_await wait_readable(loop, socket.fd());              // the answer has begun to arrive
 //   std::string data = co_await sock_recv(loop, socket.fd(), 16 * 1024);   // "" at end of stream
 //
-// The three make their system call at once, and return a future that is done already if the call
-// did not block. Otherwise the future registers a reader (or writer) with the loop, and the loop's
-// callback makes the call again each time the descriptor is ready, until it goes through; then the
-// registration is removed and the future completes. wait_readable registers its reader straight
-// away. None of them is a coroutine, and none costs a task: one small object per wait, the
-// future's own state.
-//
-// The registration lives exactly as long as the wait: it is removed when the future completes,
-// when it is cancelled (a cancelled task cancels the future it waits on), and when the future is
-// destroyed (with the frame of a task destroyed while it waited). A wait removes only its own
-// registration, never a newer one on the same descriptor number. Like every future, one of these
-// must not outlive its loop.
+// Each coroutine makes its system call at once: it often does not block (a reply already there,
+// room in the send buffer). Only when it would block does it co_await wait_readable or
+// wait_writable and try again. Those two are the one place where a socket meets the loop: a future
+// that registers a reader (or writer) whose callback completes it. The registration lives exactly
+// as long as the wait: removed when the future completes, when it is cancelled (a cancelled task
+// cancels the future it waits on), and when it is destroyed (with the frame of a task destroyed
+// while it waited). A wait removes only its own registration, never a newer one on the same
+// descriptor number.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +25,7 @@
 
 #include "06_coroutines/event_loop.hpp"
 #include "06_coroutines/future.hpp"
+#include "06_coroutines/task.hpp"
 #include "common/address.hpp"
 
 namespace sixways::coroutines {
@@ -76,21 +73,21 @@ private:
     int fd_ = -1;
 };
 
-// Connects the non-blocking socket `fd` to `address`. Fails with SocketError("connect", ...).
-Future<void> sock_connect(EventLoop& loop, int fd, const Address& address);
+// Done when `fd` is readable (bytes, the end of the stream, or an error to collect), or writable.
+// They read and write nothing. (trio calls them wait_readable and wait_writable.) Throws
+// std::system_error if epoll refuses the descriptor.
+Future<void> wait_readable(EventLoop& loop, int fd);
+Future<void> wait_writable(EventLoop& loop, int fd);
+
+// Connects the non-blocking socket `fd` to `address`. Throws SocketError("connect", ...).
+Coroutine<void> sock_connect(EventLoop& loop, int fd, Address address);
 
 // Sends all of `data` (MSG_NOSIGNAL: a peer that has closed gives EPIPE, not a SIGPIPE that kills
-// the process). Fails with SocketError("send", ...).
-Future<void> sock_sendall(EventLoop& loop, int fd, std::string data);
+// the process). Throws SocketError("send", ...).
+Coroutine<void> sock_sendall(EventLoop& loop, int fd, std::string data);
 
-// Receives what has arrived, up to `max_bytes`, waiting until something has. The result is "" when
-// the peer has closed its end. Fails with SocketError("recv", ...), e.g. for a reset.
-Future<std::string> sock_recv(EventLoop& loop, int fd, std::size_t max_bytes);
-
-// Done when `fd` is readable (bytes to read, the end of the stream, or an error to collect), without
-// reading anything and without a try first. For a wait whose first try would be wasted: a client
-// that has just sent its request is waiting for a server that has not answered yet. (trio calls it
-// wait_readable; asyncio code gets it from loop.add_reader and a future.)
-Future<void> wait_readable(EventLoop& loop, int fd);
+// What has arrived, up to `max_bytes`, waiting until something has; "" when the peer has closed
+// its end. Throws SocketError("recv", ...), e.g. for a reset.
+Coroutine<std::string> sock_recv(EventLoop& loop, int fd, std::size_t max_bytes);
 
 }  // namespace sixways::coroutines

@@ -1,3 +1,6 @@
+// Optional: neither the fetch nor the crawler uses it; it is here because asyncio code uses it
+// everywhere, and it shows WaiterQueue's hand-over once more.
+//
 // Semaphore: at most N tasks at a time past this point (asyncio.Semaphore). For tasks that exist
 // anyway; fetch_all's --concurrency uses workers instead, so that waiting requests cost no task.
 //

@@ -1,4 +1,4 @@
-#include "06_coroutines/semaphore.hpp"
+#include "06_coroutines/optional/semaphore.hpp"
 
 namespace sixways::coroutines {
 
