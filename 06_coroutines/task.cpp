@@ -95,7 +95,14 @@ void TaskBase::throw_if_cancelled() {
 bool TaskBase::cancel() {
     if (future_.done()) return false;
     ++cancel_requests_;
-    if (waiting_on_ != nullptr && waiting_on_->cancel()) return true;  // the co_await will throw
+    // Passed on to the future we wait on; the co_await will throw when it is done. Not twice at
+    // once: in an await cycle (A waits on B, B on A) the request would go round for ever.
+    if (waiting_on_ != nullptr && !passing_cancel_on_) {
+        passing_cancel_on_ = true;
+        const bool passed = waiting_on_->cancel();
+        passing_cancel_on_ = false;
+        if (passed) return true;
+    }
     must_cancel_ = true;  // scheduled, running, or its future is done: see task.hpp
     return true;
 }
@@ -105,9 +112,14 @@ int TaskBase::uncancel() {
     return cancel_requests_;
 }
 
+// The chain of what waits on what, down to a plain future; an await cycle is shown once round.
 std::string TaskBase::describe() const {
     std::string text = "<Task " + future_.state_name() + " name=" + name();
-    if (waiting_on_ != nullptr) text += " wait_for=" + waiting_on_->to_string();
+    if (waiting_on_ != nullptr && !describing_) {
+        describing_ = true;
+        text += " wait_for=" + waiting_on_->to_string();
+        describing_ = false;
+    }
     return text + ">";
 }
 

@@ -171,6 +171,8 @@ private:
     int cancel_requests_ = 0;
     bool must_cancel_ = false;  // a request to throw at the next co_await that suspends
     bool started_ = false;
+    bool passing_cancel_on_ = false;  // guards against await cycles (cancel, describe)
+    mutable bool describing_ = false;
 };
 
 namespace detail {

@@ -11,7 +11,7 @@
 
 #include "06_coroutines/gather.hpp"
 #include "06_coroutines/queue.hpp"
-#include "06_coroutines/semaphore.hpp"
+#include "06_coroutines/optional/semaphore.hpp"
 #include "06_coroutines/sleep.hpp"
 #include "06_coroutines/tests/helpers.hpp"
 
