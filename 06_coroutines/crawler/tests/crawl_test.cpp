@@ -456,5 +456,25 @@ TEST(Crawl, CancelledStopsEveryWorkerAndKeepsWhatWasDone) {
     // run() checked the rest: no timer, no socket left; every worker finished.
 }
 
+// Ctrl-C may come at any moment: before the first fetch, while pages time out and are recorded,
+// in the very turn a fetch's deadline fires. Whenever it comes, the crawl stops, every worker
+// finishes, and nothing is left behind (run() checks that, and fails after 20 s if it hangs).
+TEST(Crawl, StopsWheneverItIsCancelledEvenAsFetchDeadlinesFire) {
+    for (int k = 0; k <= 12; ++k) {
+        SCOPED_TRACE("cancelled after " + std::to_string(3 * k) + " ms");
+        TestSite site;  // a new one each time: the last one's slow answers would hold up the root
+        std::vector<std::string> links;
+        for (int i = 0; i < 120; ++i) links.push_back("/slow-" + std::to_string(i));
+        site.add_page("/", links);
+        for (const std::string& path : links) site.add(path, Page{.body = "slow", .delay = 5000ms});
+        Crawl crawl(site, {site.url("/")});
+        crawl.options.max_tasks = 8;
+        crawl.options.max_tries = 1;
+        crawl.options.timeout = 5ms;  // deadlines fire all through the crawl
+        crawl.run(std::chrono::milliseconds(3 * k) + 1ns);
+        EXPECT_TRUE(crawl.interrupted);
+    }
+}
+
 }  // namespace
 }  // namespace sixways::crawler
