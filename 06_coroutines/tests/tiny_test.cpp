@@ -3,6 +3,7 @@
 // no silent peer): the conformance suite, which has those, runs against 06_coroutines instead.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@ using testing_support::numbered_requests;
 using testing_support::on_loopback;
 using testing_support::open_descriptors;
 using testing_support::request_for;
+using testing_support::SilentServer;
 
 // Aborts the test program, saying why, if fetch_all has not returned within a minute: with no
 // timeouts of its own, a tiny fetch that waits for ever would otherwise hang the whole run.
@@ -153,6 +155,41 @@ TEST(TinyFetchAll, TriesTheNextAddressWhenOneRefuses) {
     ASSERT_EQ(results.size(), 1u);
     ASSERT_TRUE(results[0].ok()) << results[0].error_message;
     EXPECT_NE(results[0].response.body.find("/second"), std::string::npos);
+}
+
+TEST(TinyFetchAll, SendsARequestLargerThanTheSocketBuffersInPieces) {
+    // A 16 MB path, and a peer that reads nothing for a moment: more than the socket buffers hold
+    // until it reads, so send() takes the request in parts, and the rest waits until the socket is
+    // writable again. (The pause only makes a partial send certain; nothing here is timed.)
+    SilentServer peer;
+    const std::string url = peer.url() + "/" + std::string(16 << 20, 'a');
+    std::size_t received = 0;
+    std::thread answer([&peer, &received] {
+        const int fd = peer.accept();
+        std::this_thread::sleep_for(200ms);
+        std::string tail;  // the last bytes read, to see the end of the request
+        char buffer[64 * 1024];
+        while (tail.find("\r\n\r\n") == std::string::npos) {
+            pollfd entry{fd, POLLIN, 0};
+            if (::poll(&entry, 1, 10'000) != 1) break;
+            const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+            if (n <= 0) break;
+            received += static_cast<std::size_t>(n);
+            tail = tail.substr(tail.size() > 3 ? tail.size() - 3 : 0);
+            tail.append(buffer, static_cast<std::size_t>(n));
+        }
+        const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+        ::close(fd);
+    });
+
+    const std::vector<Result> results = fetch({request_for(url)});
+    answer.join();
+
+    ASSERT_EQ(results.size(), 1u);
+    ASSERT_TRUE(results[0].ok()) << results[0].error_message;
+    EXPECT_EQ(results[0].response.body, "ok");
+    EXPECT_GT(received, std::size_t{16} << 20) << "the whole request, in pieces";
 }
 
 TEST(TinyFetchAll, NoRequestsGiveNoResultsAndNoConnection) {
