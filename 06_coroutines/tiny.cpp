@@ -89,7 +89,9 @@ public:
             }
             // The callbacks that are ready now, and no more: those they schedule wait for the next
             // turn, after the next look at epoll. Each runs as a copy taken out of the queue, so a
-            // callback may replace or remove its own watch while it runs.
+            // callback may replace or remove its own watch while it runs. A queued socket callback
+            // cannot be stale: a descriptor belongs to one fetch, which is waiting for that very
+            // callback, and nothing else removes a watch or closes a socket.
             for (std::size_t n = ready_.size(); n > 0; --n) {
                 const Callback callback = std::move(ready_.front());
                 ready_.pop_front();
@@ -324,6 +326,10 @@ Result failed(Result& result, ErrorKind otherwise, const char* call, int error) 
 // One request, top to bottom. While it waits, its locals (the socket, the parser) stay in its
 // frame and the loop runs the other requests. `request` and `options` belong to fetch_all, which
 // outlives every task: a coroutine that runs later must not hold a reference to anything shorter.
+//
+// Each co_await below takes a plain function call. g++ 12 may destroy a capturing lambda or an
+// aggregate that is a temporary inside a co_await expression twice (GCC PR 107288): such a thing
+// would be named in a local first.
 Coroutine<Result> fetch(EventLoop& loop, const Request& request, const Options& options) {
     Result result;
     result.timing.start = Clock::now();
