@@ -221,7 +221,7 @@ std::string usage_text(const StageInfo& stage) {
         for (const std::string& name : stage.refused_options) {
             names += (names.empty() ? "" : ", ") + name;
         }
-        text += "\nNot offered here: " + names + " (" + stage.refused_because + ").\n";
+        text += "\nNot offered here: " + names + ": " + stage.refused_because + ".\n";
     }
     text += "\nOptions that take a value also accept --name=value.\n"
             "A --trace file opens in ui.perfetto.dev or chrome://tracing.\n"

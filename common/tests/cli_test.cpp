@@ -239,8 +239,8 @@ TEST(UsageText, LeavesRefusedOptionsOutOfTheSynopsisAndSaysWhy) {
     EXPECT_THAT(text, StartsWith("usage: 07_test [N] [--url URL] [--json] [--trace FILE] [--help]\n"));
     EXPECT_THAT(text, Not(HasSubstr("--timeout DURATION")));
     EXPECT_THAT(text, Not(HasSubstr("--concurrency C")));
-    EXPECT_THAT(text, HasSubstr("Not offered here: --concurrency, --timeout "
-                                "(it has no timeouts and no limit).\n"));
+    EXPECT_THAT(text, HasSubstr("Not offered here: --concurrency, --timeout: "
+                                "it has no timeouts and no limit.\n"));
     EXPECT_THAT(usage_text(plain_stage()), Not(HasSubstr("Not offered here")));
 }
 
