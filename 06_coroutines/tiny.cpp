@@ -231,9 +231,10 @@ private:
 
 // ---- 4. Futures that a socket completes ------------------------------------------------------
 //
-// Each asks the loop to call it back when the socket is ready, makes its system call there, and
-// sets the Future's result. It stops watching the socket before it sets the result, so a fetch
-// never closes a socket that the loop is still watching. Errors are values: 0, or an errno.
+// Each makes its system call, at once or when the loop calls it back because the socket is ready,
+// and sets the Future's result when the call has done its work. It stops watching the socket
+// before it sets the result, so a fetch never closes a socket that the loop is still watching.
+// Errors are values: 0, or an errno.
 
 // connect() on a non-blocking socket returns at once with EINPROGRESS (or EINTR, when a signal
 // came first: the connect goes on all the same). The socket turns writable when the handshake has
