@@ -81,6 +81,11 @@ bool starts_with(const std::string& text, std::string_view prefix) {
     return text.compare(0, prefix.size(), prefix) == 0;
 }
 
+bool is_refused(const StageInfo& stage, std::string_view option) {
+    return std::find(stage.refused_options.begin(), stage.refused_options.end(), option) !=
+           stage.refused_options.end();
+}
+
 }  // namespace
 
 CliOptions parse_cli(const std::vector<std::string>& args, const StageInfo& stage) {
@@ -106,6 +111,11 @@ CliOptions parse_cli(const std::vector<std::string>& args, const StageInfo& stag
                 value = arg.substr(equals + 1);
                 has_inline_value = true;
             }
+        }
+
+        if (is_refused(stage, name)) {
+            throw UsageError("option " + name + " is not offered by " + stage.name + ": " +
+                             stage.refused_because);
         }
 
         if (name == "--url" || name == "--concurrency" || name == "--timeout" ||
@@ -182,8 +192,14 @@ std::string usage_text(const StageInfo& stage) {
         {"--json", "print one JSON object on stdout instead of the text report"},
         {"--trace FILE", "also write every request's phases to FILE as a timeline (Chrome trace JSON)"},
     };
-    std::string synopsis = stage.name + " [N] [--url URL] [--concurrency C] [--timeout DURATION] "
-                                        "[--json] [--trace FILE]";
+    // "--timeout DURATION" is refused with "--timeout".
+    std::erase_if(lines, [&stage](const Line& line) {
+        return is_refused(stage, line.option.substr(0, line.option.find(' ')));
+    });
+    std::string synopsis = stage.name;
+    for (const Line& line : lines) {
+        synopsis += " [" + line.option + "]";
+    }
     for (const StageFlag& flag : stage.flags) {
         lines.push_back({flag.name, flag.help});
         synopsis += " [" + flag.name + "]";
@@ -199,6 +215,13 @@ std::string usage_text(const StageInfo& stage) {
     for (const Line& line : lines) {
         text += "  " + line.option + std::string(width - line.option.size() + 2, ' ') + line.help +
                 "\n";
+    }
+    if (!stage.refused_options.empty()) {
+        std::string names;
+        for (const std::string& name : stage.refused_options) {
+            names += (names.empty() ? "" : ", ") + name;
+        }
+        text += "\nNot offered here: " + names + ": " + stage.refused_because + ".\n";
     }
     text += "\nOptions that take a value also accept --name=value.\n"
             "A --trace file opens in ui.perfetto.dev or chrome://tracing.\n"

@@ -28,6 +28,12 @@ struct StageInfo {
     FetchAll fetch_all;
     bool one_at_a_time = false;    // true for 01: --concurrency is accepted but always 1
     std::vector<StageFlag> flags;  // this stage's own options
+    // Shared options this stage does not offer: using one is bad usage, and the message gives
+    // `refused_because`; --help lists them apart. 06_tiny has no deadline and no limit, so it
+    // refuses {"--concurrency", "--timeout"}. Given defaults, so that a stage which refuses
+    // nothing need not name them.
+    std::vector<std::string> refused_options = {};
+    std::string refused_because = {};  // "it has no timeouts and no limit; 06_coroutines has both"
 };
 
 struct CliOptions {

@@ -43,6 +43,14 @@ StageInfo stage_with_flag(bool* value) {
     return stage;
 }
 
+// A stage without a deadline or a limit, as 06_tiny is.
+StageInfo stage_refusing_timeout_and_concurrency() {
+    StageInfo stage = plain_stage();
+    stage.refused_options = {"--concurrency", "--timeout"};
+    stage.refused_because = "it has no timeouts and no limit";
+    return stage;
+}
+
 CliOptions parse(std::vector<std::string> args) { return parse_cli(args, plain_stage()); }
 
 // The message of the UsageError that parsing `args` throws; fails the test if none is thrown.
@@ -172,6 +180,24 @@ TEST(ParseCli, SetsTheStagesOwnFlags) {
     EXPECT_EQ(usage_error({"--one-at-a-time=1"}, stage), "option --one-at-a-time takes no value");
 }
 
+TEST(ParseCli, RefusesTheSharedOptionsTheStageDoesNotOffer) {
+    const StageInfo stage = stage_refusing_timeout_and_concurrency();
+    EXPECT_EQ(usage_error({"--timeout", "2s"}, stage),
+              "option --timeout is not offered by 07_test: it has no timeouts and no limit");
+    EXPECT_EQ(usage_error({"5", "--concurrency=3"}, stage),
+              "option --concurrency is not offered by 07_test: it has no timeouts and no limit");
+    // Without its value too: the refusal says more than "needs a value" would.
+    EXPECT_THAT(usage_error({"--timeout"}, stage), HasSubstr("not offered by 07_test"));
+    // The other shared options are still there.
+    CliOptions options = parse_cli({"5", "--url", "http://127.0.0.1:1/", "--json", "--trace", "t.json"},
+                                   stage);
+    EXPECT_EQ(options.requests, 5u);
+    EXPECT_TRUE(options.json);
+    EXPECT_EQ(options.trace_path, "t.json");
+    // Another stage still takes them.
+    EXPECT_EQ(parse({"--timeout", "2s", "--concurrency", "3"}).concurrency, 3u);
+}
+
 TEST(ParseCli, HelpIsRecognisedInBothSpellings) {
     EXPECT_TRUE(parse({"-h"}).help);
     EXPECT_TRUE(parse({"--help"}).help);
@@ -206,6 +232,16 @@ TEST(UsageText, NamesTheStageItsOptionsAndItsOwnFlags) {
 
     stage.one_at_a_time = true;
     EXPECT_THAT(usage_text(stage), HasSubstr("always sends one request at a time"));
+}
+
+TEST(UsageText, LeavesRefusedOptionsOutOfTheSynopsisAndSaysWhy) {
+    std::string text = usage_text(stage_refusing_timeout_and_concurrency());
+    EXPECT_THAT(text, StartsWith("usage: 07_test [N] [--url URL] [--json] [--trace FILE] [--help]\n"));
+    EXPECT_THAT(text, Not(HasSubstr("--timeout DURATION")));
+    EXPECT_THAT(text, Not(HasSubstr("--concurrency C")));
+    EXPECT_THAT(text, HasSubstr("Not offered here: --concurrency, --timeout: "
+                                "it has no timeouts and no limit.\n"));
+    EXPECT_THAT(usage_text(plain_stage()), Not(HasSubstr("Not offered here")));
 }
 
 // ---- run_stage, with a fetch_all that answers from a script instead of the network ----
@@ -384,6 +420,18 @@ TEST(RunStage, BadUsageExitsTwoWithoutFetching) {
     EXPECT_EQ(result.out, "");
     EXPECT_EQ(result.err,
               "07_test: N must be a whole number >= 0, not '-3'\ntry '07_test --help'\n");
+}
+
+TEST(RunStage, ARefusedOptionIsBadUsage) {
+    FakeFetch fake;
+    StageInfo stage = stage_refusing_timeout_and_concurrency();
+    stage.fetch_all = fake.function();
+    Outcome result = run(stage, {"5", "--timeout", "1s"});
+    EXPECT_EQ(result.status, 2);
+    EXPECT_EQ(fake.calls, 0);
+    EXPECT_EQ(result.out, "");
+    EXPECT_EQ(result.err, "07_test: option --timeout is not offered by 07_test: it has no timeouts "
+                          "and no limit\ntry '07_test --help'\n");
 }
 
 TEST(RunStage, ABadUrlIsBadUsage) {

@@ -1,0 +1,338 @@
+// 06_tiny: its fetch_all against the lab server in-process, and its binary. Tiny has no deadline,
+// so it is never sent anything that would make it wait for ever (no /fault/hang, no /fault/stall,
+// no silent peer): the conformance suite, which has those, runs against 06_coroutines instead.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "06_coroutines/tiny.hpp"
+#include "common/json_reader.hpp"
+#include "lab/labserver.hpp"
+#include "tests/child_process.hpp"
+#include "tests/support/stage_support.hpp"
+
+namespace sixways::tiny {
+namespace {
+
+using namespace std::chrono_literals;
+using lab::LabServer;
+using testing_support::expect_each_numbered_body;
+using testing_support::numbered_requests;
+using testing_support::on_loopback;
+using testing_support::open_descriptors;
+using testing_support::request_for;
+using testing_support::SilentServer;
+
+// Aborts the test program, saying why, if fetch_all has not returned within a minute: with no
+// timeouts of its own, a tiny fetch that waits for ever would otherwise hang the whole run.
+class Watchdog {
+public:
+    Watchdog()
+        : thread_([this] {
+              std::unique_lock lock(mutex_);
+              if (!done_.wait_for(lock, 60s, [this] { return finished_; })) {
+                  std::fputs("06_tiny's fetch_all did not return within 60 s: it hangs\n", stderr);
+                  std::abort();
+              }
+          }) {}
+    ~Watchdog() {
+        {
+            std::lock_guard lock(mutex_);
+            finished_ = true;
+        }
+        done_.notify_one();
+        thread_.join();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable done_;
+    bool finished_ = false;
+    std::thread thread_;  // last: it starts once the members it uses exist
+};
+
+std::vector<Result> fetch(const std::vector<Request>& requests, const Options& options = {}) {
+    Watchdog watchdog;
+    return fetch_all(requests, options);
+}
+
+// "http://127.0.0.1:PORT/" where nothing listens: a port bound to find a free one, then closed.
+std::string refused_url() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+        throw std::runtime_error("no free port on 127.0.0.1");
+    }
+    ::close(fd);
+    return "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/";
+}
+
+// A lab body's first line echoes the request ("path=/bytes/10 id=7"); the text after it is cut
+// from one long text for /bytes/N and /chunked/N alike.
+std::string after_first_line(const std::string& body) { return body.substr(body.find('\n') + 1); }
+
+// ---- fetch_all ----
+
+TEST(TinyFetchAll, GivesEveryRequestItsOwnBodyInRequestOrder) {
+    LabServer server(on_loopback(20ms));
+    server.start();
+    const std::vector<Request> requests = numbered_requests(server, 200);
+
+    const std::vector<Result> results = fetch(requests);
+
+    ASSERT_EQ(results.size(), requests.size());
+    expect_each_numbered_body(results);
+    EXPECT_EQ(server.stats().requests, requests.size()) << "each request sent exactly once";
+}
+
+TEST(TinyFetchAll, ReceivesALargeBodyAndAChunkedOneWhole) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::vector<Request> requests = {request_for(server.url("/bytes/3000000")),
+                                           request_for(server.url("/chunked/3000000"))};
+
+    const std::vector<Result> results = fetch(requests);
+
+    ASSERT_EQ(results.size(), 2u);
+    for (const Result& result : results) {
+        ASSERT_TRUE(result.ok()) << result.error_message;
+        EXPECT_EQ(result.response.status, 200);
+        EXPECT_EQ(result.response.body_bytes, 3'000'000u);
+        EXPECT_EQ(result.response.body.size(), 3'000'000u);
+    }
+    EXPECT_NE(results[1].response.header("Transfer-Encoding"), nullptr) << "not chunked after all";
+    // Decoded, the chunks are the same text as the plain body (after each one's echo line).
+    const std::string plain = after_first_line(results[0].response.body);
+    const std::string chunked = after_first_line(results[1].response.body);
+    EXPECT_TRUE(plain.compare(0, chunked.size(), chunked) == 0) << "the chunked body differs";
+}
+
+TEST(TinyFetchAll, ARefusedConnectionIsAConnectErrorAndTheOthersStillSucceed) {
+    LabServer server(on_loopback(20ms));
+    server.start();
+    std::vector<Request> requests = numbered_requests(server, 5);
+    requests[2] = request_for(refused_url());
+
+    const std::vector<Result> results = fetch(requests);
+
+    ASSERT_EQ(results.size(), 5u);
+    EXPECT_EQ(results[2].error, ErrorKind::connect);
+    EXPECT_EQ(results[2].error_message, "connect: Connection refused");
+    for (std::size_t k : {0u, 1u, 3u, 4u}) {
+        ASSERT_TRUE(results[k].ok()) << k << ": " << results[k].error_message;
+        EXPECT_NE(results[k].response.body.find("/numbered/" + std::to_string(k)), std::string::npos)
+            << results[k].response.body;
+    }
+}
+
+TEST(TinyFetchAll, TriesTheNextAddressWhenOneRefuses) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    Request request = request_for(server.url("/second"));
+    request.addresses.insert(request.addresses.begin(), request_for(refused_url()).addresses.at(0));
+
+    const std::vector<Result> results = fetch({request});
+
+    ASSERT_EQ(results.size(), 1u);
+    ASSERT_TRUE(results[0].ok()) << results[0].error_message;
+    EXPECT_NE(results[0].response.body.find("/second"), std::string::npos);
+}
+
+TEST(TinyFetchAll, SendsARequestLargerThanTheSocketBuffersInPieces) {
+    // A 16 MB path, and a peer that reads nothing for a moment: more than the socket buffers hold
+    // until it reads, so send() takes the request in parts, and the rest waits until the socket is
+    // writable again. (The pause only makes a partial send certain; nothing here is timed.)
+    SilentServer peer;
+    const std::string url = peer.url() + "/" + std::string(16 << 20, 'a');
+    std::size_t received = 0;
+    std::thread answer([&peer, &received] {
+        const int fd = peer.accept();
+        std::this_thread::sleep_for(200ms);
+        std::string tail;  // the last bytes read, to see the end of the request
+        char buffer[64 * 1024];
+        while (tail.find("\r\n\r\n") == std::string::npos) {
+            pollfd entry{fd, POLLIN, 0};
+            if (::poll(&entry, 1, 10'000) != 1) break;
+            const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+            if (n <= 0) break;
+            received += static_cast<std::size_t>(n);
+            tail = tail.substr(tail.size() > 3 ? tail.size() - 3 : 0);
+            tail.append(buffer, static_cast<std::size_t>(n));
+        }
+        const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+        ::close(fd);
+    });
+
+    const std::vector<Result> results = fetch({request_for(url)});
+    answer.join();
+
+    ASSERT_EQ(results.size(), 1u);
+    ASSERT_TRUE(results[0].ok()) << results[0].error_message;
+    EXPECT_EQ(results[0].response.body, "ok");
+    EXPECT_GT(received, std::size_t{16} << 20) << "the whole request, in pieces";
+}
+
+TEST(TinyFetchAll, NoRequestsGiveNoResultsAndNoConnection) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    EXPECT_TRUE(fetch({}).empty());
+    EXPECT_EQ(server.stats().accepted, 0u);
+}
+
+TEST(TinyFetchAll, TellsOnResultOnceForEachRequestWithItsResult) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::vector<Request> requests = numbered_requests(server, 20);
+    Options options;
+    options.body_cap = 0;  // as the command line asks: count the body, keep none of it
+    options.keep_headers = false;
+    std::vector<int> calls(requests.size(), 0);
+    options.on_result = [&calls](std::size_t index, const Result& result) {
+        ASSERT_LT(index, calls.size());
+        ++calls[index];
+        EXPECT_TRUE(result.ok()) << index << ": " << result.error_message;
+        EXPECT_GT(result.response.body_bytes, 0u);
+    };
+
+    const std::vector<Result> results = fetch(requests, options);
+
+    ASSERT_EQ(results.size(), requests.size());
+    for (std::size_t k = 0; k < calls.size(); ++k) EXPECT_EQ(calls[k], 1) << "request " << k;
+    EXPECT_TRUE(results[0].response.body.empty());
+    EXPECT_TRUE(results[0].response.headers.empty());
+}
+
+TEST(TinyFetchAll, RecordsEachPhaseInOrder) {
+    LabServer server(on_loopback(20ms));
+    server.start();
+    const std::vector<Result> results = fetch({request_for(server.url("/timed"))});
+    ASSERT_TRUE(results.at(0).ok()) << results[0].error_message;
+    const Timing& timing = results[0].timing;
+    EXPECT_NE(timing.start, Clock::time_point{});
+    EXPECT_LE(timing.start, timing.connected);
+    EXPECT_LE(timing.connected, timing.sent);
+    EXPECT_LE(timing.sent, timing.first_byte);
+    EXPECT_LE(timing.first_byte, timing.done);
+}
+
+TEST(TinyFetchAll, TurnsFaultsIntoErrorsAndLeavesNoDescriptorOpen) {
+    const int before = open_descriptors();
+    {
+        LabServer server(on_loopback(0ms));
+        server.start();
+        // Faults that end by themselves: tiny has no deadline for the ones that do not.
+        const std::vector<Request> requests = {
+            request_for(server.url("/fault/reset")),      request_for(server.url("/fault/close")),
+            request_for(server.url("/fault/bad-status")), request_for(server.url("/fault/short-body")),
+            request_for(server.url("/fault/keep-open")),  request_for(refused_url()),
+            request_for(server.url("/ok")),
+        };
+
+        const std::vector<Result> results = fetch(requests);
+
+        ASSERT_EQ(results.size(), requests.size());
+        EXPECT_EQ(results[0].error, ErrorKind::receive) << results[0].error_message;
+        EXPECT_EQ(results[1].error, ErrorKind::receive) << results[1].error_message;
+        EXPECT_EQ(results[2].error, ErrorKind::protocol) << results[2].error_message;
+        EXPECT_EQ(results[3].error, ErrorKind::receive) << results[3].error_message;
+        EXPECT_TRUE(results[4].ok()) << "complete by its framing, though the server keeps it open: "
+                                     << results[4].error_message;
+        EXPECT_EQ(results[5].error, ErrorKind::connect);
+        EXPECT_TRUE(results[6].ok()) << results[6].error_message;
+    }
+    EXPECT_EQ(open_descriptors(), before);
+}
+
+// ---- the binary ----
+
+conformance::ChildOutput run_tiny(const std::vector<std::string>& args) {
+    return conformance::run_program(STAGE_BINARY, args, 20s);
+}
+
+TEST(TinyBinary, PrintsTheOneLineReportOfEveryStage) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const auto output = run_tiny({"5", "--url", server.url("/")});
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    const std::string start = "06_tiny: 5 requests to " + server.url("/") + " in ";
+    EXPECT_EQ(output.out.rfind(start, 0), 0u) << output.out;
+    EXPECT_NE(output.out.find(" 5 ok, 0 failed, "), std::string::npos) << output.out;
+    EXPECT_NE(output.out.find(", latency p50 "), std::string::npos) << output.out;
+    EXPECT_EQ(output.out.find('\n'), output.out.size() - 1) << "exactly one line: " << output.out;
+    EXPECT_EQ(server.stats().requests, 5u);
+}
+
+TEST(TinyBinary, JsonAndTraceWork) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::string trace = ::testing::TempDir() + "tiny_trace.json";
+    const auto output = run_tiny({"3", "--url", server.url("/"), "--json", "--trace", trace});
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    const Json report = parse_json(output.out);
+    EXPECT_EQ(report.at("stage").string, "06_tiny");
+    EXPECT_EQ(report.at("ok").number, 3);
+    std::ifstream file(trace);
+    std::stringstream text;
+    text << file.rdbuf();
+    EXPECT_NO_THROW(parse_json(text.str())) << text.str();
+    EXPECT_NE(text.str().find("connect"), std::string::npos) << text.str();
+    std::remove(trace.c_str());
+}
+
+TEST(TinyBinary, CountsRefusedConnectionsAndExitsOne) {
+    const auto output = run_tiny({"3", "--url", refused_url()});
+    EXPECT_EQ(output.exit_status, 1) << output.err;
+    EXPECT_NE(output.out.find(" 0 ok, 3 failed, "), std::string::npos) << output.out;
+    EXPECT_NE(output.err.find("3 x connect: Connection refused"), std::string::npos) << output.err;
+}
+
+TEST(TinyBinary, RefusesTimeoutAndConcurrencyAsBadUsageWithoutSendingAnything) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    for (const std::vector<std::string>& options :
+         {std::vector<std::string>{"--timeout", "2s"}, {"--timeout=500ms"}, {"--concurrency", "10"}}) {
+        std::vector<std::string> args = {"3", "--url", server.url("/")};
+        args.insert(args.end(), options.begin(), options.end());
+        const auto output = run_tiny(args);
+        EXPECT_EQ(output.exit_status, 2) << options[0];
+        EXPECT_EQ(output.out, "");
+        EXPECT_NE(output.err.find(options[0].substr(0, options[0].find('=')) + " is not offered by 06_tiny"),
+                  std::string::npos)
+            << output.err;
+        EXPECT_NE(output.err.find("06_coroutines"), std::string::npos) << "points to the full runtime: "
+                                                                       << output.err;
+    }
+    EXPECT_EQ(server.stats().accepted, 0u) << "bad usage made a connection";
+}
+
+TEST(TinyBinary, HelpLeavesOutWhatItDoesNotOffer) {
+    const auto output = run_tiny({"--help"});
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    EXPECT_EQ(output.out.rfind("usage: 06_tiny [N] [--url URL] [--json] [--trace FILE] [--help]\n", 0), 0u)
+        << output.out;
+    EXPECT_NE(output.out.find("Not offered here: --concurrency, --timeout"), std::string::npos)
+        << output.out;
+}
+
+}  // namespace
+}  // namespace sixways::tiny
