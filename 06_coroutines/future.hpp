@@ -20,6 +20,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -174,6 +175,8 @@ public:
 
     EventLoop& loop() const { return state_->loop(); }
     std::string to_string() const { return state_->to_string(); }
+    friend std::ostream& operator<<(std::ostream& out, const Future& future) { return out << future.to_string(); }
+    friend bool operator==(const Future& a, const Future& b) { return a.state_ == b.state_; }  // the same future
 
 protected:
     friend class detail::PromiseBase;  // co_await reaches the state
