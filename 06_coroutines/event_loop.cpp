@@ -176,7 +176,7 @@ void EventLoop::run_forever() {
     stopping_ = false;
     try {
         while (!stopping_) {
-            if (ready_.empty() && watching_ == 0 && pending_timers() == 0) {
+            if (ready_.empty() && callbacks_watching_ == 0 && pending_timers() == 0) {
                 throw std::logic_error(
                     "event loop: nothing left to wait for (no ready task, no timer, no descriptor): "
                     "every pending task waits on a future that nothing will complete");
@@ -220,8 +220,8 @@ Registration EventLoop::add_watch(int fd, bool writer, Callback callback) {
             id = 0;  // EBADF, EPERM (a regular file), ENOMEM, ENOSPC (the per-user limit)
             throw std::system_error(errno, std::generic_category(), "epoll_ctl");
         }
-        ++watching_;
-        if (!was_watched) ++watched_;
+        ++callbacks_watching_;
+        if (!was_watched) ++descriptors_watched_;
     }
     (writer ? watch.writer : watch.reader) = std::move(callback);  // replaces any earlier one
     return Registration{fd, writer, id};
@@ -235,7 +235,7 @@ bool EventLoop::remove_watch(int fd, bool writer, std::uint64_t wanted) {
     if (id == 0 || (wanted != 0 && id != wanted)) return false;
     id = 0;
     (writer ? watch.writer : watch.reader) = nullptr;  // safe while it runs: run_io holds it
-    --watching_;
+    --callbacks_watching_;
     if (watch.watched()) {
         epoll_event event{};
         event.events = watch.interest();
@@ -244,7 +244,7 @@ bool EventLoop::remove_watch(int fd, bool writer, std::uint64_t wanted) {
     } else {
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
         ++watch.generation;  // an event of this turn for fd is for nobody now (run_once)
-        --watched_;
+        --descriptors_watched_;
     }
     return true;
 }

@@ -1,9 +1,17 @@
 // Stage 06's event loop: asyncio's BaseEventLoop in miniature.
 //
 // tiny.cpp showed the whole machine in one file. This is the same loop with what a real program
-// needs on top: timers, a way to cancel them, and protection against events that arrive for a
-// descriptor that is already gone. Everything else in this stage (Future, Task, sleep, wait_for,
-// gather, Queue, the socket calls, the fetch itself) is built on the few calls below.
+// needs on top, and what changes from tiny:
+//   - timers (call_later), which deadlines and sleep are made of, and a way to cancel them;
+//   - a reader or writer runs as soon as epoll reports its descriptor, during the scan of the
+//     events, instead of going through the ready queue first (as in stage 04). That saves a queue
+//     entry per event, but then a callback can close a descriptor whose event is still waiting
+//     later in the same batch: run_once explains the guard against such stale events;
+//   - a task's step is an entry of the ready queue of its own, and a task that nobody holds any
+//     more is skipped, not stepped;
+//   - a registration that only its owner can remove (Registration), for the socket waits.
+// Everything else in this stage (Future, Task, sleep, wait_for, gather, Queue, the socket calls,
+// the fetch itself) is built on the few calls below.
 //
 //   EventLoop loop;
 //   loop.call_soon([] { ... });                       // on the next turn, never inside this one
@@ -157,7 +165,7 @@ public:
 
     // What the loop would wait for, for tests and for debugging a program that hangs.
     std::size_t pending_timers() const { return timers_.size() - cancelled_in_heap_; }
-    std::size_t watched_descriptors() const { return watched_; }
+    std::size_t watched_descriptors() const { return descriptors_watched_; }
 
 private:
     friend class TimerHandle;
@@ -194,8 +202,8 @@ private:
     int epoll_fd_ = -1;
     std::vector<Watch> watches_;  // indexed by descriptor number
     std::uint64_t registrations_ = 0;
-    std::size_t watching_ = 0;    // readers + writers
-    std::size_t watched_ = 0;     // descriptors with a reader or a writer
+    std::size_t callbacks_watching_ = 0;   // readers + writers
+    std::size_t descriptors_watched_ = 0;  // descriptors with a reader or a writer
     std::array<epoll_event, 1024> events_{};
 
     std::vector<std::shared_ptr<detail::Timer>> timers_;  // a min-heap on (when, sequence)

@@ -3,9 +3,9 @@
 // Stage 05 wrote the fetch top to bottom again, as a generator that yields what it waits for, but
 // a generator cannot hand its waiting to a sub-generator: the loop knew about descriptors and
 // deadlines, and everything else was done by hand. Here `co_await` composes. The fetch awaits
-// sock_connect, sock_sendall and sock_recv, futures that the socket completes; the deadline is
-// wait_for around the whole exchange, a coroutine of its own; all requests together are one
-// gather, or, with a concurrency limit, C workers that share the list. The loop underneath
+// sock_connect, sock_sendall and sock_recv, coroutines that wait on the socket through futures;
+// the deadline is wait_for around the whole exchange; all requests together are one gather, or,
+// with a concurrency limit, C workers that share the list. The loop underneath
 // (event_loop.hpp) knows nothing of HTTP.
 #pragma once
 

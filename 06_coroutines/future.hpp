@@ -1,9 +1,16 @@
 // A Future: a result that is not there yet (asyncio: futures.Future).
 //
-// tiny.cpp's Future is a result and a list of callbacks. This one adds what a real program needs:
-// an exception instead of a result, cancellation, and a list of tasks waiting in co_await on it.
+// tiny.cpp's Future is a result and a list of callbacks, and a task waiting on it is one of those
+// callbacks. This one adds what a real program needs:
+//   - an exception instead of a result, and cancellation;
+//   - a list of the tasks waiting on it, apart from the callbacks. A waiting task is linked into
+//     the list through a pointer in the task itself, so waiting allocates nothing (it happens for
+//     every socket wait), and a task that is destroyed while it waits can take itself off it.
 // Its callbacks and waiters run on a later turn of the loop, never inside set_result: a callback
 // that ran inside set_result would run in the middle of whatever code called it.
+//
+// A Future is not an awaiter itself, as tiny.cpp's is: what `co_await future` does depends on the
+// task that waits, so task.hpp's promise turns the future into an awaiter (await_transform).
 //
 //   Future<int> future(loop);
 //   future.add_done_callback([] { ... });  // called on a later turn

@@ -32,8 +32,8 @@ namespace detail {
 
 // What the done callbacks on the tasks share with the waiting coroutine. Shared, not in the frame:
 // a callback may run after the frame is gone.
-struct Watch {
-    explicit Watch(EventLoop& loop, std::size_t count) : wake_up(loop), remaining(count) {}
+struct GatherState {
+    explicit GatherState(EventLoop& loop, std::size_t count) : wake_up(loop), remaining(count) {}
     Future<void> wake_up;  // set when there is something to look at
     std::size_t remaining;
     std::exception_ptr first_failure;  // in the order the tasks finished
@@ -64,7 +64,7 @@ private:
 // task, waits for them, and is thrown on.
 template <class T>
 Coroutine<std::exception_ptr> wait_all(EventLoop& loop, std::vector<Task<T>>& tasks, bool fail_fast) {
-    auto watch = std::make_shared<Watch>(loop, tasks.size());
+    auto watch = std::make_shared<GatherState>(loop, tasks.size());
     watch->fail_fast = fail_fast;
     DoneCallbacks<T> callbacks(tasks);
     for (Task<T>& task : tasks) {

@@ -50,7 +50,10 @@ void TaskBase::step() {
             frames_.pop_back();  // its parent, on top now, takes the result in await_resume
         } else if (waiting_on_ != nullptr) {
             break;  // waits on a future, which schedules our next step when it is done
-        }           // else it pushed a child coroutine: the loop resumes that next
+        } else {
+            // The only other way a frame suspends (task.hpp): it pushed the coroutine it awaits,
+            // which is on top now, and the loop resumes that next.
+        }
     }
     loop.current_task_ = nullptr;
     if (frames_.empty()) complete();

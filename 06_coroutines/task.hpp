@@ -129,7 +129,8 @@ public:
     int uncancel();
     // "Task-3", or the name given to create_task.
     std::string name() const { return name_.empty() ? "Task-" + std::to_string(number_) : name_; }
-    // "<Task pending name=request 7 wait_for=<Future pending>>"
+    // "<Task pending name=request 7 wait_for=<Future pending>>", wait_for= naming what it is
+    // waiting for, as asyncio's Task prints it.
     std::string describe() const;
 
 protected:

@@ -12,7 +12,9 @@
 //   4. sock_connect, sock_sendall, sock_recv: Futures that a socket completes. Then the fetch
 //      itself, and fetch_all, which starts one Task per request, all at once.
 //
-// This is the 500 Lines crawler's "loop-with-coroutines.py" in C++20. It leaves out, on purpose,
+// This is "loop-with-coroutines.py" in C++20: a step of the crawler that A. Jesse Jiryu Davis and
+// Guido van Rossum build in the book "500 Lines or Less" (chapter "A Web Crawler With asyncio
+// Coroutines"), the model this stage follows. It leaves out, on purpose,
 // what the rest of this folder adds: timeouts (call_later, wait_for), cancellation, a limit on the
 // requests in flight, gather, Futures that carry exceptions (errors are plain values here), and a
 // coroutine that awaits another coroutine (a task's stack of awaited coroutines). Without a
@@ -105,8 +107,8 @@ private:
     struct Watch { Callback reader, writer; std::uint32_t events = 0; };
 
     // Tells epoll what fd is watched for now: ADD the first time, MOD on a change, DEL when nothing
-    // is left, nothing if nothing changed. One epoll_ctl per change: plain, not fast (06_coroutines
-    // hands epoll a turn's changes in one batch). Throws if epoll refuses (ENOMEM, ENOSPC).
+    // is left, nothing if nothing changed. One epoll_ctl per change, as in 06_coroutines (chapter
+    // 04's deeper page measures batching them). Throws if epoll refuses (ENOMEM, ENOSPC).
     void update(int fd) {
         Watch& watch = watches_[fd];
         epoll_event event{};
@@ -151,7 +153,9 @@ public:
         else state_->callbacks.push_back(std::move(callback));
     }
 
-    // `co_await future` calls these three (C++ fixes their names; a Future is its own awaiter).
+    // `co_await x` works on any object with these three members, which C++ calls an awaiter: it
+    // asks await_ready(), then await_suspend(handle of the waiting coroutine) if it is not ready,
+    // and await_resume() for the value of the whole `co_await` expression. A Future is its own.
     // Done already: the coroutine goes straight on. Pending: the coroutine suspends, and then
     // await_suspend runs, still inside Task::step: there the step registers itself as this
     // Future's done callback. Resumed: the Future's result is the value of `co_await future`.
