@@ -198,7 +198,7 @@ namespace {
 Result fetch_one(const Request& request, const Options& options) {
     Timing timing;
     timing.start = Clock::now();
-    const Clock::time_point deadline = timing.start + options.timeout;
+    const Clock::time_point deadline = deadline_after(timing.start, options.timeout);
     auto timed_out = [&](const char* phase) {
         return failure(timing, ErrorKind::timeout, timeout_message(options.timeout, phase));
     };
