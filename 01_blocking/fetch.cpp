@@ -26,10 +26,8 @@
 
 #include "01_blocking/fetch.hpp"
 
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -37,49 +35,18 @@
 #include <string>
 #include <utility>
 
+#include "common/descriptor.hpp"
+
 namespace sixways::blocking {
 
 namespace {
 
-// Owns one socket descriptor and closes it exactly once, on whichever path fetch_one returns.
-class Socket {
-public:
-    Socket() = default;
-    explicit Socket(int fd) : fd_(fd) {}
-    Socket(Socket&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    Socket& operator=(Socket&& other) noexcept {
-        if (this != &other) {
-            close();
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
-    ~Socket() { close(); }
-
-    int fd() const { return fd_; }
-    explicit operator bool() const { return fd_ >= 0; }
-
-private:
-    // Never retried: Linux releases the descriptor even when close() reports an error, and a second
-    // close() could close a descriptor that was meanwhile reused for something else.
-    void close() {
-        if (fd_ >= 0) ::close(std::exchange(fd_, -1));
-    }
-
-    int fd_ = -1;
-};
-
-// How a blocking call bounded by the deadline ended.
-enum class Outcome {
-    done,
-    deadline_passed,
-    failed,  // errno says why
-};
+// How a blocking call bounded by the deadline ended (failed: errno says why).
+enum class Outcome { done, deadline_passed, failed };
 
 Result fetch_one(const Request& request, const Options& options);
 Outcome connect_before(int fd, const Address& address, Clock::time_point deadline);
 bool limit_to_time_left(int fd, int option, Clock::time_point deadline);
-Result failure(Timing timing, ErrorKind kind, std::string message);
 
 }  // namespace
 
@@ -98,23 +65,30 @@ namespace {
 // One request, from the first connect to the last byte of the response. Every call here blocks
 // this thread until the kernel has something to report, or until the time left runs out.
 Result fetch_one(const Request& request, const Options& options) {
-    Timing timing;
+    Result result;  // the response, or the error, at the end
+    Timing& timing = result.timing;  // when each phase ended, filled in as the request goes
     timing.start = Clock::now();
-    const Clock::time_point deadline = timing.start + options.timeout;
-    auto timed_out = [&](const char* phase) {
-        return failure(timing, ErrorKind::timeout, timeout_message(options.timeout, phase));
+    const Clock::time_point deadline = deadline_after(timing.start, options.timeout);
+    // How the request ends early: `result` becomes final with the error, and is returned. A timeout
+    // names the phase it interrupted, read from the times recorded so far ("while connecting").
+    auto failed = [&](ErrorKind kind, std::string message) {
+        result.fail(kind, std::move(message));
+        return std::move(result);
+    };
+    auto timed_out = [&] {
+        return failed(ErrorKind::timeout, timeout_message(options.timeout, phase_name(timing)));
     };
 
     // 1. Connect. A host name may resolve to several addresses ("localhost" is ::1 and 127.0.0.1);
     //    try each in turn until one accepts. One deadline covers all the attempts.
     if (request.addresses.empty()) {
-        return failure(timing, ErrorKind::resolve, "resolve: no address to connect to");
+        return failed(ErrorKind::resolve, "resolve: no address to connect to");
     }
-    Socket socket;
+    Descriptor socket;
     const char* failed_call = "connect";
     int error = 0;
     for (const Address& address : request.addresses) {
-        Socket attempt(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+        Descriptor attempt(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
         if (!attempt) {  // e.g. EMFILE: this process has no descriptor left
             failed_call = "socket";
             error = errno;
@@ -125,15 +99,14 @@ Result fetch_one(const Request& request, const Options& options) {
             socket = std::move(attempt);
             break;
         }
-        if (outcome == Outcome::deadline_passed) return timed_out("connecting");
+        if (outcome == Outcome::deadline_passed) return timed_out();
         failed_call = "connect";  // e.g. ECONNREFUSED: nobody listens there; try the next address
         error = errno;
     }
     if (!socket) {
         // EMFILE, ENFILE or EADDRNOTAVAIL (no ephemeral port left) mean we ran out of something,
         // not that the server is unreachable: kind_for_errno calls those `limit`.
-        return failure(timing, kind_for_errno(error, ErrorKind::connect),
-                       errno_message(failed_call, error));
+        return failed(kind_for_errno(error, ErrorKind::connect), errno_message(failed_call, error));
     }
     timing.connected = Clock::now();
 
@@ -144,16 +117,15 @@ Result fetch_one(const Request& request, const Options& options) {
     const std::string request_bytes = build_get_request(request.url);
     std::size_t sent = 0;
     while (sent < request_bytes.size()) {
-        if (!limit_to_time_left(socket.fd(), SO_SNDTIMEO, deadline)) return timed_out("sending");
+        if (!limit_to_time_left(socket.fd(), SO_SNDTIMEO, deadline)) return timed_out();
         const ssize_t n = ::send(socket.fd(), request_bytes.data() + sent,
                                  request_bytes.size() - sent, MSG_NOSIGNAL);
         if (n < 0) {
             // A socket with a timeout is never restarted after a signal handler, even with
             // SA_RESTART; the call simply fails with EINTR, and we make it again.
             if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return timed_out("sending");
-            return failure(timing, kind_for_errno(errno, ErrorKind::send),
-                           errno_message("send", errno));
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return timed_out();
+            return failed(kind_for_errno(errno, ErrorKind::send), errno_message("send", errno));
         }
         sent += static_cast<std::size_t>(n);
     }
@@ -170,36 +142,30 @@ Result fetch_one(const Request& request, const Options& options) {
     ResponseParser parser(options.body_cap, options.keep_headers);
     char buffer[16 * 1024];
     for (;;) {
-        const bool first = timing.first_byte == Clock::time_point{};
-        const char* phase = first ? "waiting" : "receiving";
-        if (!limit_to_time_left(socket.fd(), SO_RCVTIMEO, deadline)) return timed_out(phase);
+        if (!limit_to_time_left(socket.fd(), SO_RCVTIMEO, deadline)) return timed_out();
         const ssize_t n = ::recv(socket.fd(), buffer, sizeof buffer, 0);
         if (n < 0) {
             if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return timed_out(phase);
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return timed_out();
             // ECONNRESET: the server reset the connection.
-            return failure(timing, kind_for_errno(errno, ErrorKind::receive),
-                           errno_message("recv", errno));
+            return failed(kind_for_errno(errno, ErrorKind::receive), errno_message("recv", errno));
         }
         if (n == 0) {
             // The server closed the connection. That ends a response framed by the close, and
             // cuts short any other: "connection closed after 10 of 100 body bytes".
             if (parser.finish() == ResponseParser::Status::complete) break;
-            return failure(timing, ErrorKind::receive, parser.error());
+            return failed(ErrorKind::receive, parser.error());
         }
-        if (first) timing.first_byte = Clock::now();
+        if (timing.first_byte == Clock::time_point{}) timing.first_byte = Clock::now();
         const ResponseParser::Status status =
             parser.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
         if (status == ResponseParser::Status::complete) break;
         if (status == ResponseParser::Status::error) {
-            return failure(timing, ErrorKind::protocol, parser.error());
+            return failed(ErrorKind::protocol, parser.error());
         }
     }
     timing.done = Clock::now();
-
-    Result result;
     result.response = parser.take_response();
-    result.timing = timing;
     return result;
     // `socket` closes here, as it does on every early return above.
 }
@@ -216,15 +182,11 @@ Outcome connect_before(int fd, const Address& address, Clock::time_point deadlin
     for (;;) {
         if (!limit_to_time_left(fd, SO_SNDTIMEO, deadline)) return Outcome::deadline_passed;
         if (::connect(fd, address.get(), address.length) == 0) return Outcome::done;
-        switch (errno) {
-        case EINTR:        // A signal interrupted the wait, not the handshake. Calling connect()
-            continue;      // again on a blocking socket waits for the same handshake once more.
-        case EINPROGRESS:  // The time ran out during the first call,
-        case EALREADY:     // or during a repeated one.
-            return Outcome::deadline_passed;
-        default:
-            return Outcome::failed;
-        }
+        // A signal interrupted the wait, not the handshake. Calling connect() again on a blocking
+        // socket waits for the same handshake once more.
+        if (errno == EINTR) continue;
+        // The time ran out during the first call (EINPROGRESS) or during a repeated one (EALREADY).
+        return errno == EINPROGRESS || errno == EALREADY ? Outcome::deadline_passed : Outcome::failed;
     }
 }
 
@@ -237,21 +199,11 @@ bool limit_to_time_left(int fd, int option, Clock::time_point deadline) {
     // A timeout of zero means "wait forever", so what is left is rounded up, never down to zero.
     // (The kernel rounds it up again, to its clock tick of a few milliseconds.)
     const auto micros = std::chrono::ceil<std::chrono::microseconds>(left).count();
-    timeval limit{};
-    limit.tv_sec = static_cast<time_t>(micros / 1'000'000);
-    limit.tv_usec = static_cast<suseconds_t>(micros % 1'000'000);
+    const timeval limit{static_cast<time_t>(micros / 1'000'000),
+                        static_cast<suseconds_t>(micros % 1'000'000)};
     // Cannot fail for an open socket and a timeval in range.
     ::setsockopt(fd, SOL_SOCKET, option, &limit, sizeof limit);
     return true;
-}
-
-Result failure(Timing timing, ErrorKind kind, std::string message) {
-    Result result;
-    result.error = kind;
-    result.error_message = std::move(message);
-    result.timing = timing;
-    result.timing.done = Clock::now();
-    return result;
 }
 
 }  // namespace

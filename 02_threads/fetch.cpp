@@ -16,7 +16,7 @@
 //     schedule thousands of them; look at the cpu figure in the report.
 //   - Limits. The system caps the number of threads (`ulimit -u`, kernel.threads-max) and the
 //     memory for stacks; past that, pthread_create fails with EAGAIN. That request then fails with
-//     ErrorKind::limit and the rest go on.
+//     ErrorKind::limit and the rest go on, as does a request that runs out of memory (`ulimit -v`).
 //   - Care. Threads run at the same time over the same memory. Anything two threads touch, where
 //     at least one of them writes, needs a lock or an atomic, or the program has a data race (its
 //     behaviour is undefined; ThreadSanitizer finds them). Here is what is shared:
@@ -29,30 +29,28 @@
 //         workers doing that at once without protection could both read 7 and both fetch request
 //         7. It is a std::atomic, whose fetch_add reads and adds as one indivisible step.
 //       * options.on_result: called from the worker threads, at the same time. The Options
-//         contract makes it the callback's job to be safe for that (the command line's progress
-//         counter takes a mutex).
+//         contract makes it the callback's job to be safe for that, and not to throw (the command
+//         line's progress counter takes a mutex).
 //
 // Stage 03 goes the other way: a single thread that never blocks, with non-blocking sockets.
 
 #include "02_threads/fetch.hpp"
 
-#include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
-#include <exception>
-#include <functional>
 #include <memory>
 #include <new>
 #include <string>
 #include <utility>
+
+#include "common/descriptor.hpp"
 
 namespace sixways::threads {
 
@@ -61,133 +59,55 @@ namespace {
 // The stack of each thread we start (see the top of this file). The default would be 8 MiB.
 constexpr std::size_t thread_stack_size = 64 * 1024;
 
-// Owns one socket descriptor and closes it exactly once, on whichever path fetch_one returns.
-class Socket {
-public:
-    Socket() = default;
-    explicit Socket(int fd) : fd_(fd) {}
-    Socket(Socket&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    Socket& operator=(Socket&& other) noexcept {
-        if (this != &other) {
-            close();
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
-    ~Socket() { close(); }
-
-    int fd() const { return fd_; }
-    explicit operator bool() const { return fd_ >= 0; }
-
-private:
-    // Never retried: Linux releases the descriptor even when close() reports an error, and a second
-    // close() could close a descriptor that was meanwhile reused for something else.
-    void close() {
-        if (fd_ >= 0) ::close(std::exchange(fd_, -1));
-    }
-
-    int fd_ = -1;
-};
-
-// How a blocking call bounded by the deadline ended.
-enum class Outcome {
-    done,
-    deadline_passed,
-    failed,  // errno says why
-};
+// How a blocking call bounded by the deadline ended (failed: errno says why).
+enum class Outcome { done, deadline_passed, failed };
 
 Result fetch_one(const Request& request, const Options& options);
 Outcome connect_before(int fd, const Address& address, Clock::time_point deadline);
 bool limit_to_time_left(int fd, int option, Clock::time_point deadline);
-Result failure(Timing timing, ErrorKind kind, std::string message);
-int start_thread(pthread_t& thread, std::function<void()> work);
-Result refused_thread(int error);
+Result fetch_on_thread(const Request& request, const Options& options) noexcept;
+Result refused_thread(int error) noexcept;
+template <typename Work>
+int start_thread(std::vector<pthread_t>& threads, const Work& work) noexcept;
 
 }  // namespace
 
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options) {
-    // One slot per request, all made before any thread starts; the thread that fetches request k
-    // writes results[k] and nothing else.
+    // One slot per request, made before any thread starts: request k's thread writes only slot k.
     std::vector<Result> results(requests.size());
-    auto fetch_into_slot = [&](std::size_t index) {
-        // An exception that leaves a thread's start routine ends the whole process
-        // (std::terminate), so the one a fetch can throw, std::bad_alloc, is caught here and
-        // becomes that request's error: memory is a resource like descriptors and threads.
-        try {
-            results[index] = fetch_one(requests[index], options);
-        } catch (const std::bad_alloc&) {
-            results[index].error = ErrorKind::limit;
-            results[index].error_message = "out of memory";  // short enough to need no allocation
-        }
+    auto finish = [&](std::size_t index, Result result) {
+        results[index] = std::move(result);
         if (options.on_result) options.on_result(index, results[index]);
     };
-    auto fail_without_thread = [&](std::size_t index, int error) {
-        results[index] = refused_thread(error);
-        if (options.on_result) options.on_result(index, results[index]);
-    };
-
-    // The pool's shared counter: the index of the next request a worker takes (see below). Like
-    // everything the threads use, it must outlive them: it is declared here, in the scope that
-    // joins them at the end, and not in the branch that starts the pool.
-    std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> next{0};  // the pool's counter: the next request a worker takes
     auto worker = [&] {
-        for (std::size_t index = next.fetch_add(1); index < requests.size();
-             index = next.fetch_add(1)) {
-            fetch_into_slot(index);
+        for (std::size_t i = next.fetch_add(1); i < requests.size(); i = next.fetch_add(1)) {
+            finish(i, fetch_on_thread(requests[i], options));
         }
     };
-
-    // Every thread started is in here, to be joined before the locals it uses go away. Reserved
-    // up front, so that adding one never needs memory (and never throws) while threads run.
+    // Every thread started, to be joined. Room for all of them is made before the first starts.
+    const std::size_t workers = std::min(options.concurrency, requests.size());
     std::vector<pthread_t> threads;
-    // Starting threads needs memory on this thread too; if even that runs out, the exception must
-    // not leave fetch_all while the threads already started still use its locals: it waits until
-    // they are joined.
-    std::exception_ptr could_not_go_on;
-    try {
-        if (options.concurrency == 0) {
-            // A thread per request, all started at once.
-            threads.reserve(requests.size());
-            for (std::size_t index = 0; index < requests.size(); ++index) {
-                pthread_t thread;
-                const int error = start_thread(thread, [&fetch_into_slot, index] {
-                    fetch_into_slot(index);
-                });
-                if (error == 0) {
-                    threads.push_back(thread);
-                } else {
-                    // Refused (EAGAIN: too many threads, or no memory for another stack). This
-                    // request fails; the threads already running finish and make room for later
-                    // ones.
-                    fail_without_thread(index, error);
-                }
-            }
-        } else {
-            // A pool of C workers. Each takes the next request from the shared counter, fetches
-            // it, and comes back for another until none is left; at most C requests are in flight.
-            const std::size_t workers = std::min(options.concurrency, requests.size());
-            threads.reserve(workers);
-            int error = 0;
-            for (std::size_t k = 0; k < workers; ++k) {
-                pthread_t thread;
-                error = start_thread(thread, worker);
-                // If refused: a smaller pool; the workers already running share the work.
-                if (error != 0) break;
-                threads.push_back(thread);
-            }
-            if (workers > 0 && threads.empty()) {
-                // Not even one worker: no request can be fetched.
-                for (std::size_t index = 0; index < requests.size(); ++index) {
-                    fail_without_thread(index, error);
-                }
-            }
+    threads.reserve(options.concurrency == 0 ? requests.size() : workers);
+    if (options.concurrency == 0) {
+        // A thread per request, all started at once. One the system refuses fails its request.
+        for (std::size_t index = 0; index < requests.size(); ++index) {
+            const int error = start_thread(threads, [&, index] {
+                finish(index, fetch_on_thread(requests[index], options));
+            });
+            if (error != 0) finish(index, refused_thread(error));
         }
-    } catch (...) {
-        could_not_go_on = std::current_exception();
+    } else {
+        // A pool of C workers, each taking the next request from the counter until none is left.
+        // Refused ones make the pool smaller; with no worker at all, every request fails.
+        int error = 0;
+        while (threads.size() < workers && error == 0) error = start_thread(threads, worker);
+        if (threads.empty()) {
+            for (std::size_t i = 0; i < requests.size(); ++i) finish(i, refused_thread(error));
+        }
     }
     // Wait for every thread to finish. After this, every slot of `results` is filled and visible.
-    for (pthread_t thread : threads) pthread_join(thread, nullptr);
-    if (could_not_go_on) std::rethrow_exception(could_not_go_on);
+    for (const pthread_t thread : threads) pthread_join(thread, nullptr);
     return results;
 }
 
@@ -196,23 +116,30 @@ namespace {
 // One request, from the first connect to the last byte of the response. Every call here blocks
 // this thread until the kernel has something to report, or until the time left runs out.
 Result fetch_one(const Request& request, const Options& options) {
-    Timing timing;
+    Result result;  // the response, or the error, at the end
+    Timing& timing = result.timing;  // when each phase ended, filled in as the request goes
     timing.start = Clock::now();
-    const Clock::time_point deadline = timing.start + options.timeout;
-    auto timed_out = [&](const char* phase) {
-        return failure(timing, ErrorKind::timeout, timeout_message(options.timeout, phase));
+    const Clock::time_point deadline = deadline_after(timing.start, options.timeout);
+    // How the request ends early: `result` becomes final with the error, and is returned. A timeout
+    // names the phase it interrupted, read from the times recorded so far ("while connecting").
+    auto failed = [&](ErrorKind kind, std::string message) {
+        result.fail(kind, std::move(message));
+        return std::move(result);
+    };
+    auto timed_out = [&] {
+        return failed(ErrorKind::timeout, timeout_message(options.timeout, phase_name(timing)));
     };
 
     // 1. Connect. A host name may resolve to several addresses ("localhost" is ::1 and 127.0.0.1);
     //    try each in turn until one accepts. One deadline covers all the attempts.
     if (request.addresses.empty()) {
-        return failure(timing, ErrorKind::resolve, "resolve: no address to connect to");
+        return failed(ErrorKind::resolve, "resolve: no address to connect to");
     }
-    Socket socket;
+    Descriptor socket;
     const char* failed_call = "connect";
     int error = 0;
     for (const Address& address : request.addresses) {
-        Socket attempt(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+        Descriptor attempt(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
         if (!attempt) {  // e.g. EMFILE: this process has no descriptor left
             failed_call = "socket";
             error = errno;
@@ -223,15 +150,14 @@ Result fetch_one(const Request& request, const Options& options) {
             socket = std::move(attempt);
             break;
         }
-        if (outcome == Outcome::deadline_passed) return timed_out("connecting");
+        if (outcome == Outcome::deadline_passed) return timed_out();
         failed_call = "connect";  // e.g. ECONNREFUSED: nobody listens there; try the next address
         error = errno;
     }
     if (!socket) {
         // EMFILE, ENFILE or EADDRNOTAVAIL (no ephemeral port left) mean we ran out of something,
         // not that the server is unreachable: kind_for_errno calls those `limit`.
-        return failure(timing, kind_for_errno(error, ErrorKind::connect),
-                       errno_message(failed_call, error));
+        return failed(kind_for_errno(error, ErrorKind::connect), errno_message(failed_call, error));
     }
     timing.connected = Clock::now();
 
@@ -242,16 +168,15 @@ Result fetch_one(const Request& request, const Options& options) {
     const std::string request_bytes = build_get_request(request.url);
     std::size_t sent = 0;
     while (sent < request_bytes.size()) {
-        if (!limit_to_time_left(socket.fd(), SO_SNDTIMEO, deadline)) return timed_out("sending");
+        if (!limit_to_time_left(socket.fd(), SO_SNDTIMEO, deadline)) return timed_out();
         const ssize_t n = ::send(socket.fd(), request_bytes.data() + sent,
                                  request_bytes.size() - sent, MSG_NOSIGNAL);
         if (n < 0) {
             // A socket with a timeout is never restarted after a signal handler, even with
             // SA_RESTART; the call simply fails with EINTR, and we make it again.
             if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return timed_out("sending");
-            return failure(timing, kind_for_errno(errno, ErrorKind::send),
-                           errno_message("send", errno));
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return timed_out();
+            return failed(kind_for_errno(errno, ErrorKind::send), errno_message("send", errno));
         }
         sent += static_cast<std::size_t>(n);
     }
@@ -268,36 +193,30 @@ Result fetch_one(const Request& request, const Options& options) {
     ResponseParser parser(options.body_cap, options.keep_headers);
     char buffer[16 * 1024];
     for (;;) {
-        const bool first = timing.first_byte == Clock::time_point{};
-        const char* phase = first ? "waiting" : "receiving";
-        if (!limit_to_time_left(socket.fd(), SO_RCVTIMEO, deadline)) return timed_out(phase);
+        if (!limit_to_time_left(socket.fd(), SO_RCVTIMEO, deadline)) return timed_out();
         const ssize_t n = ::recv(socket.fd(), buffer, sizeof buffer, 0);
         if (n < 0) {
             if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return timed_out(phase);
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return timed_out();
             // ECONNRESET: the server reset the connection.
-            return failure(timing, kind_for_errno(errno, ErrorKind::receive),
-                           errno_message("recv", errno));
+            return failed(kind_for_errno(errno, ErrorKind::receive), errno_message("recv", errno));
         }
         if (n == 0) {
             // The server closed the connection. That ends a response framed by the close, and
             // cuts short any other: "connection closed after 10 of 100 body bytes".
             if (parser.finish() == ResponseParser::Status::complete) break;
-            return failure(timing, ErrorKind::receive, parser.error());
+            return failed(ErrorKind::receive, parser.error());
         }
-        if (first) timing.first_byte = Clock::now();
+        if (timing.first_byte == Clock::time_point{}) timing.first_byte = Clock::now();
         const ResponseParser::Status status =
             parser.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
         if (status == ResponseParser::Status::complete) break;
         if (status == ResponseParser::Status::error) {
-            return failure(timing, ErrorKind::protocol, parser.error());
+            return failed(ErrorKind::protocol, parser.error());
         }
     }
     timing.done = Clock::now();
-
-    Result result;
     result.response = parser.take_response();
-    result.timing = timing;
     return result;
     // `socket` closes here, as it does on every early return above.
 }
@@ -314,15 +233,11 @@ Outcome connect_before(int fd, const Address& address, Clock::time_point deadlin
     for (;;) {
         if (!limit_to_time_left(fd, SO_SNDTIMEO, deadline)) return Outcome::deadline_passed;
         if (::connect(fd, address.get(), address.length) == 0) return Outcome::done;
-        switch (errno) {
-        case EINTR:        // A signal interrupted the wait, not the handshake. Calling connect()
-            continue;      // again on a blocking socket waits for the same handshake once more.
-        case EINPROGRESS:  // The time ran out during the first call,
-        case EALREADY:     // or during a repeated one.
-            return Outcome::deadline_passed;
-        default:
-            return Outcome::failed;
-        }
+        // A signal interrupted the wait, not the handshake. Calling connect() again on a blocking
+        // socket waits for the same handshake once more.
+        if (errno == EINTR) continue;
+        // The time ran out during the first call (EINPROGRESS) or during a repeated one (EALREADY).
+        return errno == EINPROGRESS || errno == EALREADY ? Outcome::deadline_passed : Outcome::failed;
     }
 }
 
@@ -335,63 +250,65 @@ bool limit_to_time_left(int fd, int option, Clock::time_point deadline) {
     // A timeout of zero means "wait forever", so what is left is rounded up, never down to zero.
     // (The kernel rounds it up again, to its clock tick of a few milliseconds.)
     const auto micros = std::chrono::ceil<std::chrono::microseconds>(left).count();
-    timeval limit{};
-    limit.tv_sec = static_cast<time_t>(micros / 1'000'000);
-    limit.tv_usec = static_cast<suseconds_t>(micros % 1'000'000);
+    const timeval limit{static_cast<time_t>(micros / 1'000'000),
+                        static_cast<suseconds_t>(micros % 1'000'000)};
     // Cannot fail for an open socket and a timeval in range.
     ::setsockopt(fd, SOL_SOCKET, option, &limit, sizeof limit);
     return true;
 }
 
-Result failure(Timing timing, ErrorKind kind, std::string message) {
+// fetch_one as a thread runs it. An exception that leaves a thread's start routine ends the whole
+// process (std::terminate), so the one a fetch can throw, std::bad_alloc, becomes this request's
+// error instead: memory is a resource like descriptors and threads.
+Result fetch_on_thread(const Request& request, const Options& options) noexcept {
     Result result;
-    result.error = kind;
-    result.error_message = std::move(message);
-    result.timing = timing;
-    result.timing.done = Clock::now();
+    try {
+        result = fetch_one(request, options);
+    } catch (const std::bad_alloc&) {
+        result.fail(ErrorKind::limit, "out of memory");  // short enough to need no allocation
+    }
     return result;
 }
 
-// Starts `work` on a new thread with a stack of thread_stack_size. Returns 0, or the error number
-// pthread_create returned (EAGAIN when the system refuses another thread).
+// The result of a request that never got a thread: `error` is why (EAGAIN: too many threads, or no
+// memory for another stack; ENOMEM: no memory to hand the thread its work). Its start stays unset:
+// it never began. Never throws: with no memory left to spell out the message, it says so instead.
+Result refused_thread(int error) noexcept {
+    Result result;
+    try {
+        result.fail(ErrorKind::limit, errno_message("pthread_create", error));
+    } catch (const std::bad_alloc&) {
+        result.fail(ErrorKind::limit, "out of memory");
+    }
+    return result;
+}
+
+// Starts a copy of `work` on a new thread with a stack of thread_stack_size, and adds the thread to
+// `threads` (within the room reserved there: it never allocates). Returns 0, or the error number
+// that kept it from starting: pthread_create's (EAGAIN when the system refuses another thread), or
+// ENOMEM when there is no memory for the copy. The new thread owns the copy and deletes it.
 //
 // Why not std::thread: it cannot be given a stack size, so every thread would reserve the default
 // 8 MiB. (It also reports a refused thread by throwing std::system_error; that would do.)
-int start_thread(pthread_t& thread, std::function<void()> work) {
+template <typename Work>
+int start_thread(std::vector<pthread_t>& threads, const Work& work) noexcept {
+    const auto run = [](void* copy) -> void* {
+        const std::unique_ptr<Work> work_to_do(static_cast<Work*>(copy));
+        (*work_to_do)();
+        return nullptr;
+    };
+    std::unique_ptr<Work> copy(new (std::nothrow) Work(work));
+    if (!copy) return ENOMEM;
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
     pthread_attr_setstacksize(&attributes, thread_stack_size);
-    // The new thread gets `work` through a void*. It owns it from then on and deletes it when done.
-    // No memory for it is reported like a refused thread: throwing here would unwind fetch_all
-    // while the threads already started still use its locals.
-    std::unique_ptr<std::function<void()>> owned;
-    try {
-        owned = std::make_unique<std::function<void()>>(std::move(work));
-    } catch (const std::bad_alloc&) {
-        pthread_attr_destroy(&attributes);
-        return ENOMEM;
-    }
-    const int error = pthread_create(
-        &thread, &attributes,
-        [](void* argument) -> void* {
-            const std::unique_ptr<std::function<void()>> work_to_do(
-                static_cast<std::function<void()>*>(argument));
-            (*work_to_do)();
-            return nullptr;
-        },
-        owned.get());
+    pthread_t thread;
+    const int error = pthread_create(&thread, &attributes, run, copy.get());
     pthread_attr_destroy(&attributes);
-    if (error == 0) owned.release();  // the thread has it now
-    return error;
-}
-
-// The result of a request that never got a thread.
-Result refused_thread(int error) {
-    Result result;
-    result.error = ErrorKind::limit;
-    result.error_message = errno_message("pthread_create", error);
-    result.timing.done = Clock::now();  // start stays unset: it never began
-    return result;
+    if (error != 0) return error;  // `copy` deletes the work that no thread will run
+    copy.release();                 // the new thread owns it now
+    threads.push_back(thread);
+    return 0;
 }
 
 }  // namespace

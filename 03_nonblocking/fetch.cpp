@@ -38,38 +38,11 @@
 #include <string>
 #include <utility>
 
+#include "common/descriptor.hpp"
+
 namespace sixways::nonblocking {
 
 namespace {
-
-// Owns one socket descriptor and closes it exactly once: when its request finishes, when the next
-// address replaces it, or when its Connection is destroyed.
-class Socket {
-public:
-    Socket() = default;
-    explicit Socket(int fd) : fd_(fd) {}
-    Socket(Socket&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    Socket& operator=(Socket&& other) noexcept {
-        if (this != &other) {
-            close();
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
-    ~Socket() { close(); }
-
-    int fd() const { return fd_; }
-    explicit operator bool() const { return fd_ >= 0; }
-
-private:
-    // Never retried: Linux releases the descriptor even when close() reports an error, and a second
-    // close() could close a descriptor that was meanwhile reused for something else.
-    void close() {
-        if (fd_ >= 0) ::close(std::exchange(fd_, -1));
-    }
-
-    int fd_ = -1;
-};
 
 // Everything one request needs between two visits of the loop; in stages 01 and 02 these were the
 // local variables of fetch_one.
@@ -84,7 +57,7 @@ struct Connection {
     const Request& request;
     const Options& options;
     Phase phase = Phase::connecting;
-    Socket socket;
+    Descriptor socket;  // closed when the next address replaces it, or when the request ends
     std::size_t next_address = 0;  // request.addresses[next_address - 1] is being connected to
     const char* failed_call = "connect";  // why the last address failed, for the error message
     int error = 0;
@@ -161,7 +134,8 @@ void fail(Connection& connection, ErrorKind kind, std::string message);
 // Starts a request: its deadline begins now, with its first connect.
 void start(Connection& connection) {
     connection.result.timing.start = Clock::now();
-    connection.deadline = connection.result.timing.start + connection.options.timeout;
+    connection.deadline =
+        deadline_after(connection.result.timing.start, connection.options.timeout);
     connection.request_bytes = build_get_request(connection.request.url);
     if (connection.request.addresses.empty()) {
         fail(connection, ErrorKind::resolve, "resolve: no address to connect to");
@@ -183,11 +157,7 @@ bool advance(Connection& connection) {
     // visit. A request that is still making progress (a server trickling one byte at a time) is
     // stopped here all the same.
     if (connection.phase != Phase::finished && Clock::now() >= connection.deadline) {
-        const Timing& timing = connection.result.timing;
-        const char* phase = connection.phase == Phase::connecting ? "connecting"
-                            : connection.phase == Phase::sending  ? "sending"
-                            : timing.first_byte == Clock::time_point{} ? "waiting"
-                                                                        : "receiving";
+        const char* phase = phase_name(connection.result.timing);
         fail(connection, ErrorKind::timeout, timeout_message(connection.options.timeout, phase));
     }
     return connection.phase == Phase::finished;
@@ -203,7 +173,7 @@ void connect_next_address(Connection& connection) {
         const Address& address = addresses[connection.next_address++];
         // Moving a new socket in closes the one that failed before it.
         connection.socket =
-            Socket(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+            Descriptor(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
         if (!connection.socket) {  // e.g. EMFILE: this process has no descriptor left
             connection.failed_call = "socket";
             connection.error = errno;
@@ -314,15 +284,13 @@ void succeed(Connection& connection) {
     connection.result.response = connection.parser.take_response();
     connection.result.timing.done = Clock::now();
     connection.phase = Connection::Phase::finished;
-    connection.socket = Socket();
+    connection.socket.close();
 }
 
 void fail(Connection& connection, ErrorKind kind, std::string message) {
-    connection.result.error = kind;
-    connection.result.error_message = std::move(message);
-    connection.result.timing.done = Clock::now();
+    connection.result.fail(kind, std::move(message));
     connection.phase = Connection::Phase::finished;
-    connection.socket = Socket();
+    connection.socket.close();
 }
 
 }  // namespace

@@ -284,7 +284,7 @@ TimerHandle EventLoop::call_at(Clock::time_point when, Callback callback) {
 }
 
 TimerHandle EventLoop::call_later(Duration delay, Callback callback) {
-    return call_at(time() + delay, std::move(callback));
+    return call_at(deadline_after(time(), delay), std::move(callback));
 }
 
 void EventLoop::call_soon(Callback callback) {

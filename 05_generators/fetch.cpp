@@ -214,7 +214,7 @@ private:
             ++in_flight_;
             // Calling the coroutine allocates its frame, once per request; nothing runs yet.
             in_flight.fetch = fetch_(requests_[request], options_, results_[request]);
-            const Clock::time_point deadline = Clock::now() + options_.timeout;
+            const Clock::time_point deadline = deadline_after(Clock::now(), options_.timeout);
             if (!in_flight.fetch.next()) {  // runs the body up to its first wait
                 complete(slot);
                 continue;

@@ -14,6 +14,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -271,7 +272,9 @@ public:
           show_progress_(isatty(STDERR_FILENO) == 1) {
         // Room for every result now: grown one push_back at a time, the records would be moved to
         // a buffer twice the size at every doubling, and the memory touched would be twice as much.
+        // And record() then never needs memory for them, even when the fetchers have used it all.
         finished_.reserve(cli.requests);
+        failure_messages_.reserve(cli.requests);
     }
 
     void fetch_started() {
@@ -280,19 +283,27 @@ public:
         fetching_ = true;
     }
 
-    // options.on_result. Stage 02 calls it from many threads at once.
-    void record(std::size_t index, const Result& result) {
+    // options.on_result. Stage 02 calls it from many threads at once, and it must not throw. Out of
+    // memory, it still records the request, with "out of memory" for a message it cannot copy.
+    void record(std::size_t index, const Result& result) noexcept {
+        std::string message;
+        try {
+            message = result.error_message;
+        } catch (const std::bad_alloc&) {
+            message = "out of memory";  // short enough to need no allocation
+        }
         std::lock_guard lock(mutex_);
         if (index >= reported_.size() || reported_[index]) {
-            contract_error_ = "on_result was called twice for request " + std::to_string(index) +
-                              " or for a request that does not exist";
+            misreported_ = true;
+            misreported_index_ = index;
             return;
         }
         reported_[index] = true;
+        // Both have room for every request (see the constructor): these never allocate.
         finished_.push_back(Finished{index, result.timing, result.response.body_bytes,
                                      result.response.status, result.error});
         if (!result.ok()) {
-            failure_messages_.push_back(result.error_message);
+            failure_messages_.push_back(std::move(message));
         }
         failed_ += result.ok() ? 0 : 1;
         show_progress_line();
@@ -316,11 +327,15 @@ public:
     // on_result must have been called exactly once per request; returns what went wrong, if anything.
     std::string contract_error() {
         std::lock_guard lock(mutex_);
-        if (contract_error_.empty() && finished_.size() != reported_.size()) {
+        if (misreported_) {
+            return "on_result was called twice for request " + std::to_string(misreported_index_) +
+                   " or for a request that does not exist";
+        }
+        if (finished_.size() != reported_.size()) {
             return "on_result was called for " + std::to_string(finished_.size()) + " of " +
                    std::to_string(reported_.size()) + " requests";
         }
-        return contract_error_;
+        return "";
     }
 
     void erase_progress_line() {
@@ -380,14 +395,19 @@ private:
             return;
         }
         last_progress_ = now;
-        std::string line = stage_.name + ": " + std::to_string(finished_.size()) + "/" +
-                           std::to_string(cli_.requests) + " done, " + std::to_string(failed_) +
-                           " failed";
+        // In a buffer on the stack: record() must work when memory has run out.
+        char line[160];
+        const int length = std::snprintf(line, sizeof line, "%s: %zu/%zu done, %zu failed",
+                                         stage_.name.c_str(), finished_.size(), cli_.requests,
+                                         failed_);
+        if (length < 0) {
+            return;
+        }
+        const std::size_t shown = std::min(static_cast<std::size_t>(length), sizeof line - 1);
         // Pad with spaces so a shorter line covers the previous one completely.
-        std::size_t width = std::max(line.size(), progress_width_);
-        line.resize(width, ' ');
+        const std::size_t width = std::max(shown, progress_width_);
+        std::fprintf(stderr, "\r%s%*s", line, static_cast<int>(width - shown), "");
         progress_width_ = width;
-        std::fputs(("\r" + line).c_str(), stderr);
         std::fflush(stderr);
     }
 
@@ -417,7 +437,9 @@ private:
     std::vector<Finished> finished_;  // in the order they finished
     std::vector<std::string> failure_messages_;  // of the failed ones among them, in the same order
     std::size_t failed_ = 0;
-    std::string contract_error_;
+    bool misreported_ = false;          // on_result broke its contract: called twice, or for
+    std::size_t misreported_index_ = 0;  // a request that does not exist
+
     Clock::time_point fetch_started_;
     bool fetching_ = false;
     bool done_ = false;

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <string>
 #include <system_error>
+#include <utility>
 
 namespace sixways {
 
@@ -20,6 +21,12 @@ const char* to_string(ErrorKind kind) {
         case ErrorKind::limit: return "limit";
     }
     return "unknown";  // not reached: every enumerator is handled above
+}
+
+void Result::fail(ErrorKind kind, std::string message) {
+    error = kind;
+    error_message = std::move(message);
+    timing.done = Clock::now();
 }
 
 ErrorKind kind_for_errno(int error_number, ErrorKind otherwise) {
@@ -44,6 +51,13 @@ std::string errno_message(const char* call, int error_number) {
 
 std::string timeout_message(Duration timeout, const char* phase) {
     return "timeout after " + format_duration(timeout) + " while " + phase;
+}
+
+const char* phase_name(const Timing& timing) {
+    if (timing.connected == Clock::time_point{}) return "connecting";
+    if (timing.sent == Clock::time_point{}) return "sending";
+    if (timing.first_byte == Clock::time_point{}) return "waiting";
+    return "receiving";
 }
 
 }  // namespace sixways

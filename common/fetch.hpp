@@ -47,6 +47,10 @@ struct Result {
     Timing timing;
 
     bool ok() const { return error == ErrorKind::none; }  // a response of any status, 404 included
+
+    // Makes this result final with an error: its kind, its message, and now as the time it ended.
+    // The times of the phases the request reached stay, so a failed result shows how far it got.
+    void fail(ErrorKind kind, std::string message);
 };
 
 struct Options {
@@ -60,7 +64,8 @@ struct Options {
     // and the byte count, and 50,000 Results held 15 MB of headers.
     bool keep_headers = true;
     // Called once for each request, as soon as its result is final, with its index in `requests`.
-    // Optional. Stage 02 calls it from its worker threads, so it must be safe to call concurrently.
+    // Optional. Stage 02 calls it from its worker threads, so it must be safe to call concurrently,
+    // and must not throw: an exception that leaves a thread ends the process.
     std::function<void(std::size_t index, const Result& result)> on_result;
 };
 
@@ -78,5 +83,10 @@ std::string errno_message(const char* call, int error_number);
 // "timeout after 10 s while receiving" for (10 s, "receiving"). Phases: "connecting", "sending",
 // "waiting" (for the first byte), "receiving".
 std::string timeout_message(Duration timeout, const char* phase);
+
+// The phase a request is in, read from the times it has reached so far: "connecting" until it is
+// connected, "sending" until the request is sent, "waiting" until the first byte of the response
+// arrives, "receiving" after that. For timeout_message.
+const char* phase_name(const Timing& timing);
 
 }  // namespace sixways

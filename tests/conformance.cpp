@@ -550,6 +550,24 @@ TEST_P(Conformance, TriesEachAddressInTurnUntilOneConnects) {
     EXPECT_EQ(server.stats().accepted, 1u);
 }
 
+TEST_P(Conformance, TriesTheNextAddressWhenNoSocketCanBeMadeForOne) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    Request request = request_for(server, "/after-a-failed-socket");
+    // An address of no family: socket() refuses it (EAFNOSUPPORT) before any connect is tried, as
+    // it refuses an IPv6 address on a machine without IPv6.
+    Address no_family = request.addresses.at(0);
+    no_family.storage.ss_family = AF_UNSPEC;
+    request.addresses.insert(request.addresses.begin(), no_family);
+
+    const std::vector<Result> results = fetch(GetParam(), {request}, with_timeout(1s));
+
+    ASSERT_EQ(results.size(), 1u);
+    ASSERT_TRUE(results[0].ok()) << describe(results[0]);
+    EXPECT_NE(results[0].response.body.find("/after-a-failed-socket"), std::string::npos);
+    EXPECT_EQ(server.stats().accepted, 1u);
+}
+
 TEST_P(Conformance, WorksOverIPv6) {
     std::unique_ptr<LabServer> server;
     try {
@@ -626,6 +644,22 @@ TEST_P(Conformance, StartsEachDeadlineWhenTheRequestStartsNotWhenItWaitsForASlot
 
     ASSERT_EQ(results.size(), requests.size());
     for (const Result& result : results) EXPECT_TRUE(result.ok()) << describe(result);
+}
+
+TEST_P(Conformance, KeepsTheLargestTimeoutTheCommandLineAcceptsWithoutOverflowing) {
+    LabServer server(on_loopback(50ms));
+    server.start();
+    // About 292 years: start + timeout does not fit in the clock's 64 bits of nanoseconds. Added
+    // as it is, it wraps round to a deadline in the past, and every request times out at once.
+    const Duration largest = sixways::parse_duration("9223372036");
+    const std::vector<Result> results =
+        fetch(GetParam(), {request_for(server, "/first"), request_for(server, "/second")}, with_timeout(largest));
+
+    ASSERT_EQ(results.size(), 2u);
+    for (const Result& result : results) {
+        ASSERT_TRUE(result.ok()) << describe(result);
+        EXPECT_EQ(result.response.status, 200);
+    }
 }
 
 // ---- The command line ----

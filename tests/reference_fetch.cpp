@@ -31,10 +31,10 @@ private:
 // An error condition on the socket also counts as ready: the next call reports it.
 bool wait_until(int fd, short events, Clock::time_point deadline) {
     for (;;) {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-        if (left.count() <= 0) return false;
+        const int left_ms = milliseconds_until(Clock::now(), deadline);
+        if (left_ms == 0) return false;
         pollfd entry{fd, events, 0};
-        const int ready = ::poll(&entry, 1, static_cast<int>(left.count()));
+        const int ready = ::poll(&entry, 1, left_ms);
         if (ready > 0) return true;
         if (ready < 0 && errno != EINTR) return true;
     }
@@ -47,7 +47,7 @@ public:
 
     Result run() {
         result_.timing.start = Clock::now();
-        deadline_ = result_.timing.start + options_.timeout;
+        deadline_ = deadline_after(result_.timing.start, options_.timeout);
         const int fd = connect_to_any();
         if (fd >= 0) {
             Socket socket(fd);
@@ -68,9 +68,9 @@ private:
         if (request_.addresses.empty()) fail(ErrorKind::resolve, "resolve: no address to connect to");
         for (const Address& address : request_.addresses) {
             const int fd = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-            if (fd < 0) {
+            if (fd < 0) {  // e.g. EAFNOSUPPORT: the next address may be of another family
                 fail(kind_for_errno(errno, ErrorKind::connect), errno_message("socket", errno));
-                return -1;
+                continue;
             }
             int error = 0;
             if (::connect(fd, address.get(), address.length) != 0) error = errno;

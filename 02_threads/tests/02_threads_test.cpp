@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/json_reader.hpp"
+#include "common/limits.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
 #include "tests/conformance.hpp"
@@ -134,6 +135,32 @@ TEST(Threads, FailsOnlyTheRequestsWhoseThreadTheSystemRefuses) {
     EXPECT_EQ(report.find("ok")->number + limit->number, 30) << run.out;
     EXPECT_NE(run.err.find("pthread_create: Resource temporarily unavailable"), std::string::npos)
         << run.err;
+}
+
+// Capped at 200 MB of address space (`ulimit -v 200000`), a thousand threads run out of memory: for
+// their stacks, for malloc's per-thread arenas, for what each fetch allocates, and for what the
+// command line's report keeps of each result. Every request must still end with one result,
+// whichever way it fails, and the run with its report, not with std::terminate.
+TEST(Threads, AccountsForEveryRequestInItsReportWhenMemoryRunsOut) {
+#ifdef SIXWAYS_SANITIZE_SHADOW_MEMORY
+    GTEST_SKIP() << "a sanitizer's shadow memory does not fit under a cap on address space";
+#endif
+    if (::access("/usr/bin/prlimit", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/prlimit";
+    // The lab server, in this process, holds the other end of every connection.
+    if (sixways::raise_open_file_limit() < 2500) GTEST_SKIP() << "needs 2500 descriptors";
+    sixways::lab::LabServer server(on_loopback(300ms));
+    server.start();
+    const sixways::conformance::ChildOutput run = sixways::conformance::run_program(
+        "/usr/bin/prlimit",
+        {"--as=204800000", "--", STAGE_BINARY, "1000", "--url", server.url("/"), "--json"}, 60s);
+
+    ASSERT_FALSE(run.killed);
+    EXPECT_TRUE(run.exit_status == 0 || run.exit_status == 1)
+        << "exit status " << run.exit_status << ": " << run.err;
+    const sixways::Json report = sixways::parse_json(run.out);
+    ASSERT_NE(report.find("ok"), nullptr) << run.out << run.err;
+    ASSERT_NE(report.find("failed"), nullptr) << run.out;
+    EXPECT_EQ(report.find("ok")->number + report.find("failed")->number, 1000) << run.out;
 }
 
 TEST(Threads, StopsAServerThatTricklesBytesAtTheRequestsDeadline) {
