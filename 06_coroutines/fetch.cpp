@@ -33,18 +33,16 @@ constexpr std::size_t receive_size = 64 * 1024;
 
 // The lesson. One request, straight-line, each wait a co_await: while this coroutine waits, its
 // locals (the socket, the parser, the loop counters) stay in its frame and the loop runs the other
-// requests. It fills in `result` as it goes (the timing of each phase, then the response) and
-// keeps `phase` up to date, so that fetch() can name the phase a deadline interrupted. It throws
-// for every error; fetch() turns exceptions into the Result.
+// requests. It fills in `result` as it goes (the time each phase ended, then the response), so
+// that fetch() can name the phase a deadline interrupted. It throws for every error; fetch() turns
+// exceptions into the Result.
 //
-// `result` and `phase` are references into fetch()'s frame: safe, because fetch co_awaits this
-// coroutine, which runs inside fetch's task and whose frame fetch's frame owns.
-Coroutine<void> exchange(EventLoop& loop, const Request& request, const Options& options, Result& result,
-                    const char*& phase) {
+// `result` is a reference into fetch()'s frame: safe, because fetch co_awaits this coroutine, which
+// runs inside fetch's task and whose frame fetch's frame owns.
+Coroutine<void> exchange(EventLoop& loop, const Request& request, const Options& options, Result& result) {
     // 1. Connect. A name may resolve to several addresses ("localhost" is ::1 and 127.0.0.1): try
     //    each in turn until one accepts; the last error is the one reported.
     if (request.addresses.empty()) throw FetchError(ErrorKind::resolve, "resolve: no address to connect to");
-    phase = "connecting";
     Socket socket;
     std::optional<SocketError> last_error;
     for (const Address& address : request.addresses) {
@@ -61,7 +59,6 @@ Coroutine<void> exchange(EventLoop& loop, const Request& request, const Options&
     result.timing.connected = Clock::now();
 
     // 2. Send the request, all of it.
-    phase = "sending";
     std::string request_bytes = build_get_request(request.url);
     co_await sock_sendall(loop, socket.fd(), std::move(request_bytes));
     result.timing.sent = Clock::now();
@@ -70,7 +67,6 @@ Coroutine<void> exchange(EventLoop& loop, const Request& request, const Options&
     //    nothing, and cost a system call per request. Then receive until the parser says the
     //    response is complete. A server may keep the connection open after answering; waiting for
     //    it to close would wait until the deadline.
-    phase = "waiting";
     co_await wait_readable(loop, socket.fd());
     ResponseParser parser(options.body_cap, options.keep_headers);
     for (;;) {
@@ -81,10 +77,7 @@ Coroutine<void> exchange(EventLoop& loop, const Request& request, const Options&
             if (parser.finish() == ResponseParser::Status::complete) break;
             throw FetchError(ErrorKind::receive, parser.error());
         }
-        if (result.timing.first_byte == Clock::time_point{}) {
-            result.timing.first_byte = Clock::now();
-            phase = "receiving";
-        }
+        if (result.timing.first_byte == Clock::time_point{}) result.timing.first_byte = Clock::now();
         const ResponseParser::Status status = parser.feed(data);
         if (status == ResponseParser::Status::complete) break;
         if (status == ResponseParser::Status::error) throw FetchError(ErrorKind::protocol, parser.error());
@@ -95,38 +88,32 @@ Coroutine<void> exchange(EventLoop& loop, const Request& request, const Options&
 
 // A failed system call is a connect, send or receive error by the phase it happened in, unless it
 // means something ran out (EMFILE, EADDRNOTAVAIL, ...): that is `limit`.
-ErrorKind kind_for(int error_number, const char* phase) {
-    const std::string_view name = phase;
-    const ErrorKind otherwise = name == "connecting" ? ErrorKind::connect
-                                : name == "sending"  ? ErrorKind::send
-                                                     : ErrorKind::receive;
+ErrorKind kind_for(int error_number, const Timing& timing) {
+    const std::string_view phase = phase_name(timing);
+    const ErrorKind otherwise = phase == "connecting" ? ErrorKind::connect
+                                : phase == "sending"  ? ErrorKind::send
+                                                      : ErrorKind::receive;
     return kind_for_errno(error_number, otherwise);
-}
-
-void fail(Result& result, ErrorKind kind, std::string message) {
-    result.error = kind;
-    result.error_message = std::move(message);
 }
 
 }  // namespace
 
 Coroutine<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index) {
     Result result;
-    const char* phase = "connecting";
     result.timing.start = Clock::now();
     try {
         // exchange() runs inside this task, at once: the clock and the deadline start with it.
-        co_await wait_for(loop, exchange(loop, request, options, result, phase), options.timeout);
+        co_await wait_for(loop, exchange(loop, request, options, result), options.timeout);
+        result.timing.done = Clock::now();
     } catch (const TimeoutError&) {
-        fail(result, ErrorKind::timeout, timeout_message(options.timeout, phase));
+        result.fail(ErrorKind::timeout, timeout_message(options.timeout, phase_name(result.timing)));
     } catch (const FetchError& error) {
-        fail(result, error.kind, error.what());
+        result.fail(error.kind, error.what());
     } catch (const SocketError& error) {
-        fail(result, kind_for(error.error_number(), phase), error.what());
+        result.fail(kind_for(error.error_number(), result.timing), error.what());
     } catch (const std::system_error& error) {  // epoll could not watch the socket: ENOMEM, ENOSPC
-        fail(result, kind_for_errno(error.code().value(), ErrorKind::limit), error.what());
+        result.fail(kind_for_errno(error.code().value(), ErrorKind::limit), error.what());
     }
-    result.timing.done = Clock::now();
     if (options.on_result) options.on_result(index, result);
     co_return result;
 }

@@ -317,9 +317,7 @@ struct Socket {
 
 // An error: what failed and where, in the words of every stage ("connect: Connection refused").
 Result failed(Result& result, ErrorKind kind, std::string message) {
-    result.error = kind;
-    result.error_message = std::move(message);
-    result.timing.done = Clock::now();
+    result.fail(kind, std::move(message));
     return result;
 }
 
