@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
-#include <climits>
 #include <initializer_list>
 #include <stdexcept>
 #include <system_error>
@@ -24,14 +22,7 @@ bool later(const std::shared_ptr<Timer>& a, const std::shared_ptr<Timer>& b) {
     return a->sequence > b->sequence;
 }
 
-// Below this many timers a heap full of cancelled ones costs nothing worth a rebuild.
-constexpr std::size_t min_heap_to_compact = 64;
-
 }  // namespace
-
-void TimerHandle::cancel() {
-    if (timer_) timer_->loop->cancel_timer(*timer_);
-}
 
 EventLoop::EventLoop() : epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {
     if (epoll_fd_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
@@ -42,23 +33,25 @@ EventLoop::~EventLoop() { close(epoll_fd_); }
 // ---- One turn of the loop --------------------------------------------------------------------
 
 // run_once is the only place where callbacks are called (asyncio's BaseEventLoop._run_once says the
-// same of itself). A turn has two halves, after it has handed epoll the changes that the last turn
-// made to what each descriptor waits for (apply_changes):
+// same of itself). A turn has two halves:
 //
 //   1. Collect. Wait in epoll_wait (no longer than the nearest timer allows), then append to the
 //      ready queue the reader and writer of every descriptor epoll reported, then every timer
 //      that is due. Nothing runs yet.
-//   2. Run exactly the callbacks that were ready when the turn began running. A callback that
-//      schedules another one (call_soon, or a timer that is already due) adds it to a fresh queue,
-//      which the NEXT turn runs, after it has polled again. So a callback that keeps rescheduling
-//      itself cannot starve the descriptors, and every callback runs on a stack of depth one.
+//   2. Run exactly the callbacks that are in the ready queue now, in order: first those that
+//      call_soon queued during the last turn, then this turn's readers and writers, then its
+//      timers. A callback that schedules another one does not run it: call_soon puts it in a
+//      fresh queue, which runs at the start of the NEXT turn, after that turn has polled; a timer
+//      goes into the heap and runs when a turn finds it due, after that turn's readers and
+//      writers. So a callback that keeps rescheduling itself cannot starve the descriptors, and
+//      every callback runs on a stack of depth one.
 //
 // The stale-event problem, and how it is solved
 // ----------------------------------------------
 // epoll_wait hands us a batch of events, and the callbacks for them run one after another. A
 // callback early in the turn may finish a request: remove its reader, close its socket, cancel its
 // timer, free the object that owns them. What the turn has queued for that request further on is
-// then stale. Descriptors are collected before timers, so the usual case is a request whose last
+// then stale. Timers are collected after descriptors, so the usual case is a request whose last
 // bytes and deadline arrive in the same turn: its reader runs first and completes it, and its
 // timeout, queued behind it, must not run. A socket's event is stale when a callback before it
 // (another descriptor's, or one queued by call_soon on the last turn) closed that socket. If
@@ -82,7 +75,6 @@ EventLoop::~EventLoop() { close(epoll_fd_); }
 // The price: one shared_ptr copy per event (a reference count, no allocation). A Handle is
 // allocated once per add_reader/add_writer/call_later/call_soon, never per event.
 void EventLoop::run_once() {
-    apply_changes();
     const int count = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()),
                                  epoll_timeout_ms());
     if (count < 0 && errno != EINTR) {
@@ -102,14 +94,8 @@ void EventLoop::run_once() {
     const Clock::time_point now = time();
     while (!timers_.empty() && timers_.front()->when <= now) {
         std::pop_heap(timers_.begin(), timers_.end(), later);
-        std::shared_ptr<Timer> timer = std::move(timers_.back());
+        if (!timers_.back()->cancelled) ready_.push_back(std::move(timers_.back()));
         timers_.pop_back();
-        timer->in_heap = false;
-        if (timer->cancelled) {
-            --cancelled_in_heap_;
-        } else {
-            ready_.push_back(std::move(timer));
-        }
     }
 
     // From here on, new callbacks go to ready_ and wait for the next turn. The two vectors swap
@@ -138,50 +124,22 @@ void EventLoop::run() {
 
 // How long epoll_wait may sleep: not at all when callbacks are waiting, until the nearest deadline
 // when there is a timer, for ever otherwise (run() only calls us when a descriptor is watched).
+// milliseconds_until rounds UP: rounded down, epoll_wait would return just before the deadline,
+// find no timer due, and wait again for 0 ms, spinning until the clock catches up.
 int EventLoop::epoll_timeout_ms() {
-    drop_cancelled_timers();
     if (!ready_.empty()) return 0;
-    if (timers_.empty()) return -1;
-    const Duration wait = timers_.front()->when - time();
-    if (wait <= Duration::zero()) return 0;
-    // Rounded UP to whole milliseconds: rounded down, epoll_wait would return just before the
-    // deadline, find no timer due, and wait again for 0 ms, spinning until the clock catches up.
-    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
-    return static_cast<int>(std::min<decltype(ms)>(ms, INT_MAX));
+    if (!has_live_timers()) return -1;
+    return milliseconds_until(time(), timers_.front()->when);
 }
 
 // ---- Descriptors -------------------------------------------------------------------------------
 
-void EventLoop::add_reader(int fd, Callback callback) {
-    add_watch(fd, Direction::read, std::move(callback));
-}
-
-void EventLoop::add_writer(int fd, Callback callback) {
-    add_watch(fd, Direction::write, std::move(callback));
-}
-
-bool EventLoop::remove_reader(int fd) { return remove_watch(fd, Direction::read); }
-
-bool EventLoop::remove_writer(int fd) { return remove_watch(fd, Direction::write); }
-
 void EventLoop::add_watch(int fd, Direction direction, Callback callback) {
     if (fd < 0) throw std::invalid_argument("add_reader/add_writer: negative descriptor");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(fd + 1);
-    Watch& watch = watches_[fd];
-    if (watch.registered == 0) {
-        // New to epoll: add it now, so that a refusal reaches the caller. EBADF, EPERM (a regular
-        // file), ENOMEM, ENOSPC (the per-user limit on watched descriptors).
-        epoll_event event{};
-        event.events = watch.interest() | (direction == Direction::read ? EPOLLIN : EPOLLOUT);
-        event.data.fd = fd;  // only the number: see "The stale-event problem" above run_once
-        if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) < 0) {
-            throw std::system_error(errno, std::generic_category(), "epoll_ctl");
-        }
-        watch.registered = event.events;
-    } else {
-        note_change(fd);  // epoll has it already: the new interest goes with the next batch
-    }
-    std::shared_ptr<Handle>& slot = watch.handle(direction);
+    // epoll first: if it refuses, nothing has changed here.
+    tell_epoll(fd, watches_[fd].registered | (direction == Direction::read ? EPOLLIN : EPOLLOUT));
+    std::shared_ptr<Handle>& slot = watches_[fd].handle(direction);
     if (slot) {
         slot->cancelled = true;  // replaced: an event already queued for it must not run
     } else {
@@ -200,9 +158,27 @@ bool EventLoop::remove_watch(int fd, Direction direction) {
     slot->cancelled = true;
     slot.reset();
     --watching_;
-    if (!watch.reader && !watch.writer) watch.emptied = true;
-    note_change(fd);
+    tell_epoll(fd, watch.interest());
     return true;
+}
+
+// Tells epoll, at once, what fd waits for now: EPOLL_CTL_ADD for a descriptor epoll does not have
+// yet, EPOLL_CTL_DEL for one that waits for nothing any more, EPOLL_CTL_MOD otherwise, and nothing
+// when that is what epoll has already. Throws std::system_error if epoll refuses: EBADF, EPERM (a
+// regular file), ENOMEM, ENOSPC (the per-user limit on watched descriptors).
+void EventLoop::tell_epoll(int fd, std::uint32_t interest) {
+    Watch& watch = watches_[fd];
+    if (interest == watch.registered) return;
+    const int operation = watch.registered == 0 ? EPOLL_CTL_ADD
+                          : interest == 0       ? EPOLL_CTL_DEL
+                                                : EPOLL_CTL_MOD;
+    epoll_event event{};
+    event.events = interest;
+    event.data.fd = fd;  // only the number: see "The stale-event problem" above run_once
+    if (epoll_ctl(epoll_fd_, operation, fd, &event) < 0) {
+        throw std::system_error(errno, std::generic_category(), "epoll_ctl");
+    }
+    watch.registered = interest;
 }
 
 void EventLoop::remove_and_close(int fd) {
@@ -215,69 +191,17 @@ void EventLoop::remove_and_close(int fd) {
             slot->reset();
             --watching_;
         }
-        // close() below takes the socket out of epoll: there is nothing left to tell epoll, and if
-        // fd is in changed_, apply_changes finds nothing to do. The next socket with this number
-        // starts afresh, with an EPOLL_CTL_ADD.
+        // close() below takes the socket out of epoll, so no EPOLL_CTL_DEL is needed. The next
+        // socket with this number starts afresh, with an EPOLL_CTL_ADD.
         watch.registered = 0;
-        watch.emptied = false;
     }
     ::close(fd);  // never retried: Linux frees the number even when close() reports an error
-}
-
-void EventLoop::note_change(int fd) {
-    Watch& watch = watches_[fd];
-    if (watch.changed) return;
-    watch.changed = true;
-    changed_.push_back(fd);
-}
-
-// Tells epoll what each descriptor changed during the last turn now waits for: one epoll_ctl per
-// descriptor, however many times its reader and writer came and went (libuv batches its changes
-// the same way). A Fetcher, for instance, swaps its writer for a reader once its request is sent:
-// one EPOLL_CTL_MOD, where telling epoll at once would take two. Changes wait for this moment
-// without harm: nothing can happen to a descriptor in epoll until the next epoll_wait, and that
-// comes right after.
-//
-// A descriptor closed with close() instead of remove_and_close() has left epoll already, without
-// the loop knowing: then DEL fails (EBADF or ENOENT), which is fine, and MOD fails with ENOENT if
-// a new socket took the number, which must then be ADDed. That is why a descriptor that was left
-// with nothing to watch, and is wanted again, always gets a MOD, even for the interest it had.
-void EventLoop::apply_changes() {
-    int error = 0;
-    for (const int fd : changed_) {
-        Watch& watch = watches_[fd];
-        watch.changed = false;
-        const std::uint32_t wanted = watch.interest();
-        const bool emptied = std::exchange(watch.emptied, false);
-        // Nothing to tell: never added (or closed), or back as it was.
-        if (watch.registered == 0 || (wanted == watch.registered && !emptied)) continue;
-        if (wanted == 0) {
-            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-            watch.registered = 0;
-            continue;
-        }
-        epoll_event event{};
-        event.events = wanted;
-        event.data.fd = fd;
-        int done = epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &event);
-        if (done < 0 && errno == ENOENT) done = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
-        if (done < 0) {
-            error = errno;
-            watch.registered = 0;
-            continue;
-        }
-        watch.registered = wanted;
-    }
-    changed_.clear();
-    // Only for a descriptor closed behind the loop's back whose number a new socket took, and then
-    // only if epoll refuses that socket (ENOMEM, ENOSPC): its waits could never end.
-    if (error != 0) throw std::system_error(error, std::generic_category(), "epoll_ctl");
 }
 
 // ---- Timers and ready callbacks --------------------------------------------------------------
 
 TimerHandle EventLoop::call_at(Clock::time_point when, Callback callback) {
-    auto timer = std::make_shared<Timer>(when, next_sequence_++, std::move(callback), *this);
+    auto timer = std::make_shared<Timer>(when, next_sequence_++, std::move(callback));
     timers_.push_back(timer);
     std::push_heap(timers_.begin(), timers_.end(), later);
     return TimerHandle(std::move(timer));
@@ -292,35 +216,14 @@ void EventLoop::call_soon(Callback callback) {
 }
 
 // Taking a timer out of the middle of a heap is awkward, so a cancelled timer stays where it is,
-// flagged, until it reaches the top (asyncio does the same). Its callback is released at once,
-// unless it is already queued to run: then it may be the very callback that is cancelling it.
-void EventLoop::cancel_timer(Timer& timer) {
-    if (timer.cancelled) return;
-    timer.cancelled = true;
-    if (timer.in_heap) {
-        ++cancelled_in_heap_;
-        timer.callback = nullptr;
-    }
-}
-
-// Keeps cancelled timers from piling up: when most of the heap is cancelled (every request of a
-// run cancels its 10 s timeout long before it is due), rebuild it without them, in O(n) once per
-// O(n) cancellations. Then pop any cancelled timers off the top, so the top is a real deadline.
-void EventLoop::drop_cancelled_timers() {
-    if (timers_.size() >= min_heap_to_compact && cancelled_in_heap_ * 2 > timers_.size()) {
-        std::erase_if(timers_, [](const std::shared_ptr<Timer>& timer) {
-            if (timer->cancelled) timer->in_heap = false;
-            return timer->cancelled;
-        });
-        std::make_heap(timers_.begin(), timers_.end(), later);
-        cancelled_in_heap_ = 0;
-    }
+// flagged, until it reaches the top (asyncio does the same). Here the cancelled ones at the top
+// are dropped, so that the top is the nearest deadline that will really fire, if any.
+bool EventLoop::has_live_timers() {
     while (!timers_.empty() && timers_.front()->cancelled) {
         std::pop_heap(timers_.begin(), timers_.end(), later);
-        timers_.back()->in_heap = false;
         timers_.pop_back();
-        --cancelled_in_heap_;
     }
+    return !timers_.empty();
 }
 
 }  // namespace sixways::callbacks

@@ -30,8 +30,6 @@ namespace sixways::callbacks {
 
 using Callback = std::function<void()>;
 
-class EventLoop;
-
 // A callback the loop has promised to call, once or (for a reader or writer) every time its
 // descriptor is ready, until it is cancelled. The loop's tables and its ready queue share a Handle,
 // so a Handle outlives its removal while an event for it is still queued; `cancelled` is how that
@@ -44,12 +42,10 @@ struct Handle {
 
 // A Handle with a deadline, kept in the loop's timer heap. (asyncio: events.TimerHandle.)
 struct Timer : Handle {
-    Timer(Clock::time_point when, std::uint64_t sequence, Callback callback, EventLoop& loop)
-        : Handle(std::move(callback)), when(when), sequence(sequence), loop(&loop) {}
+    Timer(Clock::time_point when, std::uint64_t sequence, Callback callback)
+        : Handle(std::move(callback)), when(when), sequence(sequence) {}
     Clock::time_point when;
     std::uint64_t sequence;  // order of call_at calls: breaks ties between equal deadlines
-    EventLoop* loop;
-    bool in_heap = true;     // false once it has left the heap: queued to run, or dropped
 };
 
 // What call_later returns: the way to cancel the timer. Copyable; every copy names the same timer.
@@ -57,16 +53,16 @@ struct Timer : Handle {
 class TimerHandle {
 public:
     TimerHandle() = default;
+    explicit TimerHandle(std::shared_ptr<Timer> timer) : timer_(std::move(timer)) {}
 
     // After cancel() the callback never runs, even if the timer is already due and queued in this
     // very turn of the loop. Cancelling twice, or after the callback ran, is harmless.
-    // The loop must still exist.
-    void cancel();
+    void cancel() {
+        if (timer_) timer_->cancelled = true;
+    }
     bool cancelled() const { return timer_ && timer_->cancelled; }
 
 private:
-    friend class EventLoop;
-    explicit TimerHandle(std::shared_ptr<Timer> timer) : timer_(std::move(timer)) {}
     std::shared_ptr<Timer> timer_;
 };
 
@@ -80,22 +76,26 @@ public:
     // Calls `callback` on every turn in which fd is readable, or has an error or a hang-up (so
     // the callback's own recv() learns what happened), until remove_reader(fd). A second add_reader
     // for the same fd replaces the first. Level-triggered: a callback that does not read everything
-    // is simply called again on the next turn. Throws std::system_error if epoll refuses a
-    // descriptor it did not have yet.
-    void add_reader(int fd, Callback callback);
+    // is simply called again on the next turn. Tells epoll at once; throws std::system_error if
+    // epoll refuses, and then changes nothing.
+    void add_reader(int fd, Callback callback) {
+        add_watch(fd, Direction::read, std::move(callback));
+    }
     // The same for writable. Remove a writer as soon as there is nothing left to write: a socket is
     // writable almost all the time, and a writer left behind turns the loop into a busy loop.
-    void add_writer(int fd, Callback callback);
+    void add_writer(int fd, Callback callback) {
+        add_watch(fd, Direction::write, std::move(callback));
+    }
 
-    // Returns false if there was nothing to remove. An event for fd that this turn has already
-    // collected is dropped.
-    bool remove_reader(int fd);
-    bool remove_writer(int fd);
+    // Returns false if there was nothing to remove. Tells epoll at once. An event for fd that this
+    // turn has already collected is dropped.
+    bool remove_reader(int fd) { return remove_watch(fd, Direction::read); }
+    bool remove_writer(int fd) { return remove_watch(fd, Direction::write); }
     // Removes fd's reader and writer, if any, and closes fd. Close a descriptor this loop has
-    // watched this way rather than with close(fd): the loop hands its changes to epoll in a batch,
-    // just before it polls (see apply_changes), and must hear that the number is free before the
-    // kernel gives it to the next socket. It also saves a system call: close() takes a socket out
-    // of epoll by itself (when no other descriptor refers to it), so no EPOLL_CTL_DEL is needed.
+    // watched this way rather than with close(fd): the loop must hear that the number is free
+    // before the kernel gives it to the next socket, or it would take that socket for one that
+    // epoll already has. It needs no EPOLL_CTL_DEL: close() takes a socket out of epoll by itself
+    // (when no other descriptor refers to it).
     void remove_and_close(int fd);
 
     // Calls `callback` once, on the first turn after time() reaches `when` (never before it).
@@ -116,17 +116,14 @@ public:
     Clock::time_point time() const { return Clock::now(); }
 
 private:
-    friend class TimerHandle;
-
-    // The readers and writers of one descriptor. epoll holds one registration per descriptor whose
-    // interest set is the union of the two; `registered` is what epoll currently has.
+    // The reader and writer of one descriptor. epoll holds one registration per descriptor, whose
+    // interest set is the union of the two; `registered` is what epoll has, and the loop keeps it
+    // equal to interest() by telling epoll of every change at once.
     enum class Direction { read, write };
     struct Watch {
         std::shared_ptr<Handle> reader;
         std::shared_ptr<Handle> writer;
         std::uint32_t registered = 0;  // 0, EPOLLIN, EPOLLOUT or both
-        bool changed = false;          // in changed_: epoll has not heard of the last change yet
-        bool emptied = false;          // this batch of changes left it unwanted for a while
 
         std::shared_ptr<Handle>& handle(Direction direction) {
             return direction == Direction::read ? reader : writer;
@@ -137,20 +134,15 @@ private:
     void run_once();
     void add_watch(int fd, Direction direction, Callback callback);
     bool remove_watch(int fd, Direction direction);
-    void note_change(int fd);
-    void apply_changes();
-    void cancel_timer(Timer& timer);
-    bool has_live_timers() const { return timers_.size() > cancelled_in_heap_; }
-    void drop_cancelled_timers();
+    void tell_epoll(int fd, std::uint32_t interest);
+    bool has_live_timers();
     int epoll_timeout_ms();
 
     int epoll_fd_ = -1;
     std::vector<Watch> watches_;  // indexed by descriptor number: O(1) lookup, no hashing
-    std::vector<int> changed_;    // descriptors whose change epoll has not heard of yet
     std::size_t watching_ = 0;    // readers + writers registered
 
     std::vector<std::shared_ptr<Timer>> timers_;  // a min-heap on (when, sequence)
-    std::size_t cancelled_in_heap_ = 0;           // cancelled timers still in timers_
     std::uint64_t next_sequence_ = 0;
 
     std::vector<std::shared_ptr<Handle>> ready_;    // to run on the next turn

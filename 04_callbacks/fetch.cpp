@@ -71,8 +71,6 @@ public:
     }
 
 private:
-    enum class Phase { connecting, sending, receiving };
-
     // Opens a non-blocking socket to the next address and starts connecting. connect() returns at
     // once, normally with EINPROGRESS: the handshake goes on in the kernel, and the socket turns
     // writable when it has ended, well or badly. (It may also return 0, connected at once; the
@@ -89,7 +87,6 @@ private:
                 continue;
             }
             if (::connect(fd_, address.get(), address.length) == 0 || errno == EINPROGRESS) {
-                phase_ = Phase::connecting;
                 try {
                     loop_.add_writer(fd_, [this] { on_connected(); });
                 } catch (const std::system_error& error) {
@@ -111,9 +108,7 @@ private:
     // Step 2: the socket is writable, so the handshake has ended. SO_ERROR says how: 0, or the
     // error connect() would have returned had it blocked (ECONNREFUSED, ETIMEDOUT, ...).
     void on_connected() {
-        int error = 0;
-        socklen_t length = sizeof error;
-        if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length) < 0) error = errno;
+        const int error = connect_error(fd_);
         if (error != 0) {
             failed_call_ = "connect";
             error_ = error;
@@ -122,7 +117,6 @@ private:
             return;
         }
         result_.timing.connected = loop_.time();
-        phase_ = Phase::sending;
         send_request();
     }
 
@@ -148,11 +142,10 @@ private:
             sent_ += static_cast<std::size_t>(n);
         }
         result_.timing.sent = loop_.time();
-        phase_ = Phase::receiving;
         // Swap the writer for a reader. Nothing more to write: with a writer left registered,
         // epoll_wait would return at once on every turn (a socket is writable almost all the time),
-        // and that is stage 03's busy loop all over again. The loop tells epoll of both changes at
-        // its next poll, in one EPOLL_CTL_MOD.
+        // and that is stage 03's busy loop all over again. The loop tells epoll of each change at
+        // once: an EPOLL_CTL_MOD to "readable or writable", then one to "readable".
         loop_.add_reader(fd_, [this] { on_readable(); });
         loop_.remove_writer(fd_);
     }
@@ -199,23 +192,20 @@ private:
     }
 
     // The other way a request ends: its deadline passed first. The timer is the one callback that
-    // can fire in any phase, so it has to find out which phase it interrupted.
+    // can fire in any phase, so it has to find out which phase it interrupted: phase_name reads it
+    // from the times the request has reached (result_.timing), another piece of state kept here.
     void on_timeout() {
-        const char* phase = phase_ == Phase::connecting ? "connecting"
-                            : phase_ == Phase::sending  ? "sending"
-                            : result_.timing.first_byte == Clock::time_point{} ? "waiting"
-                                                                                : "receiving";
-        fail(ErrorKind::timeout, timeout_message(options_.timeout, phase));
+        fail(ErrorKind::timeout, timeout_message(options_.timeout, phase_name(result_.timing)));
     }
 
     void succeed() {
         result_.response = parser_.take_response();
+        result_.timing.done = loop_.time();
         finish();
     }
 
     void fail(ErrorKind kind, std::string message) {
-        result_.error = kind;
-        result_.error_message = std::move(message);
+        result_.fail(kind, std::move(message));
         finish();
     }
 
@@ -227,7 +217,6 @@ private:
     void finish() {
         timeout_.cancel();
         close_socket();
-        result_.timing.done = loop_.time();
         done_();
     }
 
@@ -245,7 +234,6 @@ private:
     const Options& options_;
     Result& result_;  // this request's slot in fetch_all's results; its timing fills in as we go
     Callback done_;            // called once, when result_ is final
-    Phase phase_ = Phase::connecting;
     int fd_ = -1;
     std::size_t next_address_ = 0;        // the address after the one being tried
     const char* failed_call_ = "connect";  // why the last address failed, for the message

@@ -8,9 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
-#include <climits>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -42,7 +41,7 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
     const char* failed_call = "connect";  // which call failed for the last address tried,
     int error = 0;                        // and with which errno
     if (request.addresses.empty()) {
-        fail(result, ErrorKind::resolve, "resolve: no address to connect to");
+        result.fail(ErrorKind::resolve, "resolve: no address to connect to");
         co_return;
     }
     for (const Address& address : request.addresses) {
@@ -59,7 +58,7 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
         if (error == EINPROGRESS) {
             const Event event = co_yield Wait{socket.fd(), Interest::writable};
             if (event == Event::timed_out) {
-                fail(result, ErrorKind::timeout, timeout_message(options.timeout, "connecting"));
+                result.fail(ErrorKind::timeout, timeout_message(options.timeout, "connecting"));
                 co_return;  // `socket` closes as the body ends, here and at every co_return below
             }
             error = connect_error(socket.fd());
@@ -70,7 +69,7 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
     if (!socket) {
         // EMFILE, ENFILE or EADDRNOTAVAIL (no ephemeral port left) mean we ran out of something,
         // not that the server is unreachable: kind_for_errno calls those `limit`.
-        fail(result, kind_for_errno(error, ErrorKind::connect), errno_message(failed_call, error));
+        result.fail(kind_for_errno(error, ErrorKind::connect), errno_message(failed_call, error));
         co_return;
     }
     result.timing.connected = Clock::now();
@@ -88,12 +87,12 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             const Event event = co_yield Wait{socket.fd(), Interest::writable};
             if (event == Event::timed_out) {
-                fail(result, ErrorKind::timeout, timeout_message(options.timeout, "sending"));
+                result.fail(ErrorKind::timeout, timeout_message(options.timeout, "sending"));
                 co_return;
             }
         } else {
             error = errno;
-            fail(result, kind_for_errno(error, ErrorKind::send), errno_message("send", error));
+            result.fail(kind_for_errno(error, ErrorKind::send), errno_message("send", error));
             co_return;
         }
     }
@@ -111,24 +110,23 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
             }
             if (parser.status() == ResponseParser::Status::complete) break;
             if (parser.status() == ResponseParser::Status::error) {
-                fail(result, ErrorKind::protocol, parser.error());
+                result.fail(ErrorKind::protocol, parser.error());
                 co_return;
             }
         } else if (n == 0) {  // the server closed: fine if that is how the body ends
             if (parser.finish() == ResponseParser::Status::complete) break;
-            fail(result, ErrorKind::receive, parser.error());
+            result.fail(ErrorKind::receive, parser.error());
             co_return;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             const Event event = co_yield Wait{socket.fd(), Interest::readable};
             if (event == Event::timed_out) {
-                const bool answering = result.timing.first_byte != Clock::time_point{};
-                fail(result, ErrorKind::timeout,
-                     timeout_message(options.timeout, answering ? "receiving" : "waiting"));
+                const char* phase = phase_name(result.timing);  // "waiting" or "receiving"
+                result.fail(ErrorKind::timeout, timeout_message(options.timeout, phase));
                 co_return;
             }
         } else {
             error = errno;  // ECONNRESET: the server reset the connection
-            fail(result, kind_for_errno(error, ErrorKind::receive), errno_message("recv", error));
+            result.fail(kind_for_errno(error, ErrorKind::receive), errno_message("recv", error));
             co_return;
         }
     }
@@ -152,10 +150,8 @@ public:
     FetchLoop(const std::vector<Request>& requests, const Options& options, FetchOne fetch,
               std::vector<Result>& results, std::size_t concurrency, int epoll_fd)
         : requests_(requests), options_(options), fetch_(fetch), results_(results),
-          epoll_fd_(epoll_fd), slots_(concurrency), events_(concurrency) {
-        for (std::size_t slot = concurrency; slot-- > 0;) free_slots_.push_back(slot);
-        timers_.reserve(requests.size());
-    }
+          epoll_fd_(epoll_fd), concurrency_(concurrency), fetches_(requests.size()),
+          events_(concurrency) {}
 
     void run() {
         start_more();
@@ -166,15 +162,14 @@ public:
                 if (errno == EINTR) continue;  // interrupted by a signal handler: wait again
                 throw std::system_error(errno, std::generic_category(), "epoll_wait");
             }
-            // epoll_event.data holds the slot of the fetch that armed the descriptor. That is safe
-            // because (1) a fetch has one descriptor in epoll at a time, and one epoll_wait reports
-            // a descriptor at most once, so a batch has at most one event per fetch; (2) a fetch's
-            // socket closes when it finishes, and the kernel drops a socket from epoll, pending
-            // events included, when its last descriptor closes (this stage never duplicates one);
-            // (3) freed slots are refilled only after the whole batch and the timers: an event
-            // never reaches a different fetch, or a freed frame.
-            // (EPOLLONESHOT, in arm, is not one of these reasons: what it adds is that a descriptor
-            // stays quiet from its event until its fetch waits on it again.)
+            // epoll_event.data holds the index of the request whose fetch armed the descriptor.
+            // That is safe because (1) a fetch has one descriptor in epoll at a time, and one
+            // epoll_wait reports a descriptor at most once, so a batch has at most one event per
+            // fetch; (2) a fetch's socket closes when it finishes, and the kernel drops a socket
+            // from epoll, pending events included, when its last descriptor closes (this stage
+            // never duplicates one); (3) each request has its own index, never reused: an event
+            // never reaches a different fetch, or a freed frame. (EPOLLONESHOT, in arm, is not one
+            // of these reasons.)
             for (int i = 0; i < ready; ++i) {
                 resume(static_cast<std::size_t>(events_[i].data.u64), Event::ready);
             }
@@ -184,142 +179,125 @@ public:
     }
 
 private:
-    // One request in flight. Its whole state is in the generator's frame; the loop keeps only what
+    // One request's fetch. Its whole state is in the generator's frame; the loop keeps only what
     // it needs to schedule it.
     struct InFlight {
-        Fetch fetch;              // empty when the slot is free
-        std::size_t request = 0;  // index into requests_ and results_
-        int registered_fd = -1;   // the descriptor this fetch has added to epoll, or -1
+        Fetch fetch;             // empty before the request starts and after it finishes
+        int registered_fd = -1;  // the descriptor this fetch has added to epoll, or -1
     };
 
     // A deadline in a min-heap, nearest on top. A request that finishes early leaves its timer in
     // the heap; the timer is skipped when it comes to the top (asyncio cancels timers the same
-    // way). `request` tells a live timer from one whose slot has moved on to another request.
+    // way): its request's fetch is done by then.
     struct Timer {
         Clock::time_point deadline;
-        std::size_t slot;
         std::size_t request;
         friend bool operator>(const Timer& a, const Timer& b) { return a.deadline > b.deadline; }
     };
 
-    // Fills free slots with new requests. A generator that finishes without ever waiting (no
-    // descriptor left: a `limit` error) gives its slot back at once, and the next request tries.
+    // Starts requests while fewer than `concurrency_` are in flight. A generator that finishes
+    // without ever waiting (no descriptor left: a `limit` error) is complete at once, and the next
+    // request tries.
     void start_more() {
-        while (!free_slots_.empty() && next_request_ < requests_.size()) {
-            const std::size_t slot = free_slots_.back();
-            free_slots_.pop_back();
+        while (in_flight_ < concurrency_ && next_request_ < requests_.size()) {
             const std::size_t request = next_request_++;
-            InFlight& in_flight = slots_[slot];
-            in_flight.request = request;
             ++in_flight_;
             // Calling the coroutine allocates its frame, once per request; nothing runs yet.
-            in_flight.fetch = fetch_(requests_[request], options_, results_[request]);
+            Fetch& fetch = fetches_[request].fetch;
+            fetch = fetch_(requests_[request], options_, results_[request]);
             const Clock::time_point deadline = deadline_after(Clock::now(), options_.timeout);
-            if (!in_flight.fetch.next()) {  // runs the body up to its first wait
-                complete(slot);
+            if (!fetch.next()) {  // runs the body up to its first wait
+                complete(request);
                 continue;
             }
-            timers_.push_back(Timer{deadline, slot, request});
+            timers_.push_back(Timer{deadline, request});
             std::push_heap(timers_.begin(), timers_.end(), std::greater<>{});
-            arm(slot);
+            arm(request);
         }
     }
 
-    // Tells epoll what the fetch in `slot` is waiting for.
+    // Tells epoll what the fetch of `request` is waiting for.
     //
     // One registration per descriptor: EPOLL_CTL_ADD the first time a fetch waits on a descriptor,
-    // EPOLL_CTL_MOD (re-arm) for each later wait. With EPOLLONESHOT, once epoll_wait has reported
-    // an event for the descriptor, the kernel disables it (no events at all, errors included)
-    // until the next MOD: it stays quiet while its fetch runs, until the fetch waits on it again.
+    // EPOLL_CTL_MOD for each later wait. EPOLLONESHOT: once epoll_wait has reported the descriptor,
+    // the kernel disarms it (it reports nothing more, errors included) until the next MOD. In this
+    // loop that changes nothing you could observe: arm() runs as soon as the fetch has been
+    // resumed, before the next epoll_wait, so a descriptor is never polled while it is disarmed.
+    // What it gives is a plain rule, a registration armed exactly while its fetch waits on it, for
+    // one epoll_ctl per wait. (Without it, a fetch waiting on the same descriptor for the same
+    // thing again could skip the MOD.)
     //
     // One trap: the fetch owns its socket and may close it and open another (the next address).
     // The kernel drops the closed one from epoll by itself, and socket() hands out the lowest free
     // number, often the same one. MOD then fails with ENOENT: it is a new socket, so we ADD it.
-    void arm(std::size_t slot) {
-        InFlight& in_flight = slots_[slot];
+    void arm(std::size_t request) {
+        InFlight& in_flight = fetches_[request];
         const Wait& wait = in_flight.fetch.current();
         epoll_event event{};
         event.events = (wait.interest == Interest::readable ? EPOLLIN : EPOLLOUT) | EPOLLONESHOT;
-        event.data.u64 = slot;
-        int rc = -1;
-        if (wait.fd == in_flight.registered_fd) {
-            rc = epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, wait.fd, &event);
-            if (rc != 0 && errno == ENOENT) {
-                rc = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wait.fd, &event);
-            }
-        } else {
+        event.data.u64 = request;
+        const bool known = wait.fd == in_flight.registered_fd;
+        int rc = epoll_ctl(epoll_fd_, known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, wait.fd, &event);
+        if (rc != 0 && known && errno == ENOENT) {
             rc = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wait.fd, &event);
         }
         if (rc != 0) {
-            abandon(slot, errno);
+            abandon(request, errno);
             return;
         }
         in_flight.registered_fd = wait.fd;
     }
 
-    // Resumes the fetch in `slot` with what happened, then arms its next wait or completes it.
-    void resume(std::size_t slot, Event event) {
-        if (slots_[slot].fetch.send(event)) {
-            arm(slot);
+    // Resumes the fetch of `request` with what happened, then arms its next wait or completes it.
+    void resume(std::size_t request, Event event) {
+        if (fetches_[request].fetch.send(event)) {
+            arm(request);
         } else {
-            complete(slot);
+            complete(request);
         }
     }
 
-    // Resumes, with Event::timed_out, every live fetch whose deadline has passed. The fetch knows
-    // which phase it is in (it is a local of its frame: where it is suspended), so it writes its
-    // own timeout result and returns, closing its socket on the way. The loop could instead
-    // close() it, but then the loop would have to know the phase, and we would be back to keeping
-    // per-request state outside the generator.
+    // Resumes, with Event::timed_out, every fetch still running whose deadline has passed. The
+    // fetch knows which phase it is in (it is a local of its frame: where it is suspended), so it
+    // writes its own timeout result and returns, closing its socket on the way.
     void expire_timers() {
         const Clock::time_point now = Clock::now();
         while (!timers_.empty() && timers_.front().deadline <= now) {
-            const Timer timer = timers_.front();
+            const std::size_t request = timers_.front().request;
             std::pop_heap(timers_.begin(), timers_.end(), std::greater<>{});
             timers_.pop_back();
-            if (is_live(timer)) resume(timer.slot, Event::timed_out);
+            if (!fetches_[request].fetch.done()) resume(request, Event::timed_out);
         }
     }
 
-    bool is_live(const Timer& timer) const {
-        const InFlight& in_flight = slots_[timer.slot];
-        return !in_flight.fetch.done() && in_flight.request == timer.request;
-    }
-
-    // How long epoll_wait may sleep: until the nearest live deadline, or forever if there is none.
+    // How long epoll_wait may sleep: until the nearest deadline of a fetch still running, or
+    // forever if there is none. milliseconds_until rounds up: rounded down, we would wake a
+    // fraction of a millisecond early, find nothing due, and call epoll_wait(0) again and again
+    // until the deadline: a busy loop.
     int timeout_ms() {
-        while (!timers_.empty() && !is_live(timers_.front())) {
+        while (!timers_.empty() && fetches_[timers_.front().request].fetch.done()) {
             std::pop_heap(timers_.begin(), timers_.end(), std::greater<>{});
             timers_.pop_back();
         }
         if (timers_.empty()) return -1;
-        const Clock::duration left = timers_.front().deadline - Clock::now();
-        if (left <= Clock::duration::zero()) return 0;
-        // Rounded up: rounded down, we would wake a fraction of a millisecond early, find nothing
-        // due, and call epoll_wait(0) again and again until the deadline: a busy loop.
-        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-        return static_cast<int>(std::min<decltype(ms)>(ms, INT_MAX));
+        return milliseconds_until(Clock::now(), timers_.front().deadline);
     }
 
     // epoll refused the descriptor (ENOMEM, or ENOSPC: the per-user limit on watched descriptors).
     // The fetch cannot wait, so it cannot go on: destroy it where it is suspended, which runs its
     // locals' destructors and so closes its socket, and give the request a `limit` error.
-    void abandon(std::size_t slot, int error) {
-        InFlight& in_flight = slots_[slot];
-        in_flight.fetch.close();
-        fail(results_[in_flight.request], kind_for_errno(error, ErrorKind::limit),
-             errno_message("epoll_ctl", error));
-        complete(slot);
+    void abandon(std::size_t request, int error) {
+        fetches_[request].fetch.close();
+        results_[request].fail(kind_for_errno(error, ErrorKind::limit),
+                               errno_message("epoll_ctl", error));
+        complete(request);
     }
 
-    // The fetch in `slot` has finished: its result is final.
-    void complete(std::size_t slot) {
-        InFlight& in_flight = slots_[slot];
-        in_flight.fetch = Fetch{};  // frees the frame; its locals (the socket) are already gone
-        in_flight.registered_fd = -1;
-        free_slots_.push_back(slot);
+    // The fetch of `request` has finished: its result is final.
+    void complete(std::size_t request) {
+        fetches_[request].fetch = Fetch{};  // frees the frame; its locals (the socket) are gone
         --in_flight_;
-        if (options_.on_result) options_.on_result(in_flight.request, results_[in_flight.request]);
+        if (options_.on_result) options_.on_result(request, results_[request]);
     }
 
     const std::vector<Request>& requests_;
@@ -327,11 +305,11 @@ private:
     FetchOne fetch_;
     std::vector<Result>& results_;
     int epoll_fd_;
-    std::vector<InFlight> slots_;        // one per request allowed in flight
-    std::vector<std::size_t> free_slots_;
-    std::vector<epoll_event> events_;    // one per slot: one epoll_wait can report every fetch
-    std::vector<Timer> timers_;          // a min-heap (std::push_heap with std::greater)
-    std::size_t next_request_ = 0;       // the first request not started yet
+    std::size_t concurrency_;           // at most this many fetches in flight
+    std::vector<InFlight> fetches_;     // by request index
+    std::vector<epoll_event> events_;   // one per fetch in flight: one epoll_wait can report all
+    std::vector<Timer> timers_;         // a min-heap (std::push_heap with std::greater)
+    std::size_t next_request_ = 0;      // the first request not started yet
     std::size_t in_flight_ = 0;
 };
 
@@ -347,8 +325,8 @@ std::vector<Result> run_fetches(const std::vector<Request>& requests, const Opti
     if (!epoll) {  // no descriptor for epoll itself: every request fails, the caller carries on
         const int error = errno;
         for (std::size_t i = 0; i < requests.size(); ++i) {
-            fail(results[i], kind_for_errno(error, ErrorKind::limit),
-                 errno_message("epoll_create1", error));
+            results[i].fail(kind_for_errno(error, ErrorKind::limit),
+                            errno_message("epoll_create1", error));
             if (options.on_result) options.on_result(i, results[i]);
         }
         return results;
@@ -365,19 +343,6 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
 }
 
 // ---- Helpers ----
-
-void fail(Result& result, ErrorKind kind, std::string message) {
-    result.error = kind;
-    result.error_message = std::move(message);
-    result.timing.done = Clock::now();
-}
-
-int connect_error(int fd) {
-    int error = 0;
-    socklen_t length = sizeof error;
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) return errno;
-    return error;
-}
 
 ssize_t receive_into(int fd, ResponseParser& parser) {
     char buffer[64 * 1024];

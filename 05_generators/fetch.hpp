@@ -8,13 +8,11 @@
 // resumes whichever is ready, sending back what happened (Event::ready or Event::timed_out).
 #pragma once
 
-#include <unistd.h>
-
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "05_generators/generator.hpp"
+#include "common/descriptor.hpp"
 #include "common/fetch.hpp"
 
 namespace sixways::generators {
@@ -60,41 +58,6 @@ std::vector<Result> run_fetches(const std::vector<Request>& requests, const Opti
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options);
 
 // ---- Small pieces that fetch.cpp and fetch_split.cpp share ----
-
-// An open file descriptor that closes itself. As a local of a fetch generator it is closed when the
-// body returns, when it throws, and when the generator is destroyed while suspended (close()), so
-// every descriptor is closed exactly once however the fetch ends.
-class Descriptor {
-public:
-    Descriptor() = default;
-    explicit Descriptor(int fd) : fd_(fd) {}
-    Descriptor(Descriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    Descriptor& operator=(Descriptor&& other) noexcept {
-        if (this != &other) {
-            close();
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
-    Descriptor(const Descriptor&) = delete;
-    Descriptor& operator=(const Descriptor&) = delete;
-    ~Descriptor() { close(); }
-
-    int fd() const { return fd_; }
-    explicit operator bool() const { return fd_ >= 0; }
-    void close() {
-        if (fd_ >= 0) ::close(std::exchange(fd_, -1));
-    }
-
-private:
-    int fd_ = -1;
-};
-
-// Makes `result` final with an error: kind, message, and the time it ended.
-void fail(Result& result, ErrorKind kind, std::string message);
-
-// The outcome of a non-blocking connect, once the socket is writable: 0 or an errno (SO_ERROR).
-int connect_error(int fd);
 
 // One recv() of what is there, fed to the parser. Returns what recv() returned (-1 with errno set).
 // Its buffer is on the stack of whoever resumed the fetch, not in the coroutine frame: it is needed

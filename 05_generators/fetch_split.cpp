@@ -56,7 +56,7 @@ Fetch connect_to_any(const Request& request, const Options& options, Result& res
     const char* failed_call = "connect";
     int error = 0;
     if (request.addresses.empty()) {
-        fail(result, ErrorKind::resolve, "resolve: no address to connect to");
+        result.fail(ErrorKind::resolve, "resolve: no address to connect to");
         co_return;
     }
     for (const Address& address : request.addresses) {
@@ -73,7 +73,7 @@ Fetch connect_to_any(const Request& request, const Options& options, Result& res
         if (error == EINPROGRESS) {
             const Event event = co_yield Wait{socket.fd(), Interest::writable};
             if (event == Event::timed_out) {
-                fail(result, ErrorKind::timeout, timeout_message(options.timeout, "connecting"));
+                result.fail(ErrorKind::timeout, timeout_message(options.timeout, "connecting"));
                 co_return;
             }
             error = connect_error(socket.fd());
@@ -82,7 +82,7 @@ Fetch connect_to_any(const Request& request, const Options& options, Result& res
         socket.close();
     }
     if (!socket) {
-        fail(result, kind_for_errno(error, ErrorKind::connect), errno_message(failed_call, error));
+        result.fail(kind_for_errno(error, ErrorKind::connect), errno_message(failed_call, error));
         co_return;
     }
     result.timing.connected = Clock::now();
@@ -99,12 +99,12 @@ Fetch send_all(int fd, const std::string& text, const Options& options, Result& 
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             const Event event = co_yield Wait{fd, Interest::writable};
             if (event == Event::timed_out) {
-                fail(result, ErrorKind::timeout, timeout_message(options.timeout, "sending"));
+                result.fail(ErrorKind::timeout, timeout_message(options.timeout, "sending"));
                 co_return;
             }
         } else {
             const int error = errno;
-            fail(result, kind_for_errno(error, ErrorKind::send), errno_message("send", error));
+            result.fail(kind_for_errno(error, ErrorKind::send), errno_message("send", error));
             co_return;
         }
     }
@@ -122,24 +122,23 @@ Fetch receive_response(int fd, const Options& options, Result& result) {
             }
             if (parser.status() == ResponseParser::Status::complete) break;
             if (parser.status() == ResponseParser::Status::error) {
-                fail(result, ErrorKind::protocol, parser.error());
+                result.fail(ErrorKind::protocol, parser.error());
                 co_return;
             }
         } else if (n == 0) {
             if (parser.finish() == ResponseParser::Status::complete) break;
-            fail(result, ErrorKind::receive, parser.error());
+            result.fail(ErrorKind::receive, parser.error());
             co_return;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             const Event event = co_yield Wait{fd, Interest::readable};
             if (event == Event::timed_out) {
-                const bool answering = result.timing.first_byte != Clock::time_point{};
-                fail(result, ErrorKind::timeout,
-                     timeout_message(options.timeout, answering ? "receiving" : "waiting"));
+                const char* phase = phase_name(result.timing);  // "waiting" or "receiving"
+                result.fail(ErrorKind::timeout, timeout_message(options.timeout, phase));
                 co_return;
             }
         } else {
             const int error = errno;
-            fail(result, kind_for_errno(error, ErrorKind::receive), errno_message("recv", error));
+            result.fail(kind_for_errno(error, ErrorKind::receive), errno_message("recv", error));
             co_return;
         }
     }

@@ -2,6 +2,8 @@
 // and the report can compare them.
 #include "common/fetch.hpp"
 
+#include <sys/socket.h>
+
 #include <cerrno>
 #include <string>
 #include <system_error>
@@ -51,6 +53,13 @@ std::string errno_message(const char* call, int error_number) {
 
 std::string timeout_message(Duration timeout, const char* phase) {
     return "timeout after " + format_duration(timeout) + " while " + phase;
+}
+
+int connect_error(int fd) {
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) < 0) return errno;
+    return error;
 }
 
 const char* phase_name(const Timing& timing) {

@@ -84,6 +84,10 @@ std::string errno_message(const char* call, int error_number);
 // "waiting" (for the first byte), "receiving".
 std::string timeout_message(Duration timeout, const char* phase);
 
+// How a non-blocking connect ended, once its socket has turned writable: 0, or the errno connect()
+// would have returned had it blocked (ECONNREFUSED, ETIMEDOUT, ...), read with getsockopt(SO_ERROR).
+int connect_error(int fd);
+
 // The phase a request is in, read from the times it has reached so far: "connecting" until it is
 // connected, "sending" until the request is sent, "waiting" until the first byte of the response
 // arrives, "receiving" after that. For timeout_message.

@@ -49,7 +49,8 @@ namespace sixways::testing_support {
 
 EpollCtlCalls epoll_ctl_calls() { return calls; }
 
-void expect_calls_per_request(const FetchAll& fetch_all, int recvs_per_request) {
+void expect_calls_per_request(const FetchAll& fetch_all, int recvs_per_request,
+                              int mods_per_request) {
     using namespace std::chrono_literals;
     lab::LabServer server(on_loopback(50ms));
     server.start();
@@ -59,7 +60,7 @@ void expect_calls_per_request(const FetchAll& fetch_all, int recvs_per_request) 
     const std::vector<Result> results = fetch_all(requests, with_timeout(5s));
     expect_each_numbered_body(results);
     EXPECT_EQ(calls.add - before.add, 3);
-    EXPECT_EQ(calls.mod - before.mod, 3);
+    EXPECT_EQ(calls.mod - before.mod, 3 * mods_per_request);
     EXPECT_EQ(calls.del - before.del, 0);
     EXPECT_EQ(recv_calls - recvs_before, 3 * recvs_per_request);
 }

@@ -16,10 +16,12 @@ void expect_a_refused_socket_fails_only_its_request(const FetchAll& fetch_all);
 
 // Fetches three requests from an in-process lab server that answers after 50 ms (so that no answer
 // is there right after the request is sent), and checks that `fetch_all` made one EPOLL_CTL_ADD and
-// one EPOLL_CTL_MOD per request, and no EPOLL_CTL_DEL (the connect's "writable" becomes
-// "readable", and the socket leaves epoll by being closed), and `recvs_per_request` recv() calls
-// per request, for an answer that arrives in one piece.
-void expect_calls_per_request(const FetchAll& fetch_all, int recvs_per_request);
+// `mods_per_request` EPOLL_CTL_MOD per request (the connect's "writable" becomes "readable": one
+// MOD, or two when a reader is added before the writer goes), and no EPOLL_CTL_DEL (the socket
+// leaves epoll by being closed), and `recvs_per_request` recv() calls per request, for an answer
+// that arrives in one piece.
+void expect_calls_per_request(const FetchAll& fetch_all, int recvs_per_request,
+                              int mods_per_request = 1);
 
 // The epoll_ctl calls this thread has made so far, by operation. (Per thread: an in-process lab
 // server's calls are not counted.)
