@@ -23,9 +23,9 @@ namespace sixways::generators {
 // ---- The lesson: one request, top to bottom ----
 //
 // Every local below (the socket, how much was sent, the parser) lives in this coroutine's frame,
-// allocated once when fetch_one() is called. Stage 04 kept the same things in a per-request object
-// and a state field saying which callback comes next; here the place where the body is suspended
-// *is* the state, and the compiler keeps it.
+// allocated once when fetch_one() is called. Stage 04 kept the same things in a per-request object,
+// and what came next was whichever callback it had registered last; here the place where the body
+// is suspended says what comes next, and the compiler keeps it.
 //
 // The result is written into `result` (a slot in fetch_all's vector) rather than yielded at the
 // end. Yielding it would make the yield type a Wait-or-Result, the loop would have to tell them

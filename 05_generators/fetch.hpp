@@ -1,11 +1,11 @@
 // Stage 05: the fetch as one generator, and a small epoll loop that runs many of them.
 //
-// Stage 04 split each request into callbacks and kept its state (socket, bytes sent, parser,
-// phase) in an object, because a callback returns and its locals are gone. Here the fetch is
-// written once, top to bottom, like stage 01's blocking code. Where stage 01 blocked, it yields
-// what it waits for (`co_yield Wait{fd, Interest::writable}`) and is suspended; its locals stay in
-// its coroutine frame. The loop waits with epoll for the descriptors of all suspended fetches and
-// resumes whichever is ready, sending back what happened (Event::ready or Event::timed_out).
+// Stage 04 split each request into callbacks and kept its state (socket, bytes sent, parser) in an
+// object, because a callback returns and its locals are gone. Here the fetch is written once, top
+// to bottom, like stage 01's blocking code. Where stage 01 blocked, it yields what it waits for
+// (`co_yield Wait{fd, Interest::writable}`) and is suspended; its locals stay in its coroutine
+// frame. The loop waits with epoll for the descriptors of all suspended fetches and resumes
+// whichever is ready, sending back what happened (Event::ready or Event::timed_out).
 #pragma once
 
 #include <type_traits>
