@@ -27,7 +27,7 @@ public:
     }
     ~ReadinessWait() override { stop_watching(); }  // the frame that awaited us is gone
     bool cancel() override {
-        stop_watching();  // now, not on a later turn: the socket may be closed before then
+        stop_watching();  // now: left registered, a readiness would set_result on a cancelled future
         return FutureState::cancel();
     }
 
@@ -42,14 +42,6 @@ class ReadinessFuture : public Future<void> {
 public:
     explicit ReadinessFuture(std::shared_ptr<detail::FutureState<void>> state) : Future(std::move(state)) {}
 };
-
-// The outcome of a non-blocking connect, once the socket is writable: 0 or an errno.
-int connect_error(int fd) {
-    int error = 0;
-    socklen_t length = sizeof error;
-    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) < 0) return errno;
-    return error;
-}
 
 // One recv() into a buffer on this function's stack (a buffer kept in the coroutine's frame would
 // cost max_bytes of memory for as long as the frame lives). nullopt: nothing there yet.

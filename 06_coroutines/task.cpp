@@ -10,7 +10,7 @@ TaskBase::TaskBase(detail::FutureBase& future, std::coroutine_handle<> body, det
                    std::string name)
     : future_(future), body_promise_(&body_promise), name_(std::move(name)) {
     body_promise.task_ = this;
-    frames_.reserve(4);  // fetch -> wait_for -> exchange: one allocation for the usual depth
+    frames_.reserve(4);  // fetch, wait_for, exchange, a socket call: one allocation for the usual depth
     frames_.push_back(body);
 }
 

@@ -42,7 +42,7 @@ def quotes(chapter):
 def main():
     show = "--show" in sys.argv[1:]
     checked = failed = 0
-    for chapter in sorted((ROOT / "docs").glob("*.md")):
+    for chapter in sorted((ROOT / "docs").rglob("*.md")):
         for where, path, first, last, body in quotes(chapter):
             checked += 1
             name = f"{chapter.relative_to(ROOT)}:{where}"
