@@ -168,8 +168,7 @@ public:
             // fetch; (2) a fetch's socket closes when it finishes, and the kernel drops a socket
             // from epoll, pending events included, when its last descriptor closes (this stage
             // never duplicates one); (3) each request has its own index, never reused: an event
-            // never reaches a different fetch, or a freed frame. (EPOLLONESHOT, in arm, is not one
-            // of these reasons.)
+            // never reaches a different fetch, or a freed frame.
             for (int i = 0; i < ready; ++i) {
                 resume(static_cast<std::size_t>(events_[i].data.u64), Event::ready);
             }
@@ -219,22 +218,21 @@ private:
     // Tells epoll what the fetch of `request` is waiting for.
     //
     // One registration per descriptor: EPOLL_CTL_ADD the first time a fetch waits on a descriptor,
-    // EPOLL_CTL_MOD for each later wait. EPOLLONESHOT: once epoll_wait has reported the descriptor,
-    // the kernel disarms it (it reports nothing more, errors included) until the next MOD. In this
-    // loop that changes nothing you could observe: arm() runs as soon as the fetch has been
-    // resumed, before the next epoll_wait, so a descriptor is never polled while it is disarmed.
-    // What it gives is a plain rule, a registration armed exactly while its fetch waits on it, for
-    // one epoll_ctl per wait. (Without it, a fetch waiting on the same descriptor for the same
-    // thing again could skip the MOD.)
+    // EPOLL_CTL_MOD for each later wait, which sets the interest to what this wait asks for. So a
+    // registration always asks for what its suspended fetch waits for, and a fetch yields a wait
+    // only after a call said "not yet" (EINPROGRESS, EAGAIN): epoll reports the descriptor only
+    // when its fetch can go on.
     //
     // One trap: the fetch owns its socket and may close it and open another (the next address).
     // The kernel drops the closed one from epoll by itself, and socket() hands out the lowest free
     // number, often the same one. MOD then fails with ENOENT: it is a new socket, so we ADD it.
+    // That is also why a wait just like the last one still costs a MOD: the number alone does not
+    // say whether it still names the same socket.
     void arm(std::size_t request) {
         InFlight& in_flight = fetches_[request];
         const Wait& wait = in_flight.fetch.current();
         epoll_event event{};
-        event.events = (wait.interest == Interest::readable ? EPOLLIN : EPOLLOUT) | EPOLLONESHOT;
+        event.events = wait.interest == Interest::readable ? EPOLLIN : EPOLLOUT;
         event.data.u64 = request;
         const bool known = wait.fd == in_flight.registered_fd;
         int rc = epoll_ctl(epoll_fd_, known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, wait.fd, &event);

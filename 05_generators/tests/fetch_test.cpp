@@ -208,7 +208,7 @@ TEST_P(FetchGenerator, ReportsATimeoutAfterTheFirstByteAsReceiving) {
 
 TEST(FetchLoop, TriesTheNextAddressWhenTheFirstIsRefused) {
     // With one request at a time, each new socket gets the number of the one just closed: the
-    // loop must register it afresh rather than re-arm a registration the kernel already dropped.
+    // loop must register it afresh rather than modify a registration the kernel already dropped.
     lab::LabServer server(on_loopback(0ms));
     server.start();
     const std::string refused_url = SilentServer().url();  // closed again: connections are refused
