@@ -23,11 +23,6 @@ struct Wait {
     int fd;
     Interest interest;
 };
-// The fetch writes `co_yield Wait{fd, interest}`: an aggregate temporary that is alive while the
-// body is suspended, and may be destroyed with the frame (close()). g++ 12 has bugs that destroy
-// such temporaries of co_await/co_yield expressions twice. A Wait has nothing to destroy, so they
-// cannot bite; were it to hold a std::string, the fetch would have to name it in a local first.
-static_assert(std::is_trivially_destructible_v<Wait>);
 
 // What the loop sends back into the co_yield: the descriptor is ready (or has an error or a hang-up
 // to report, which the next system call will show), or the request's deadline passed first.
@@ -37,6 +32,12 @@ enum class Event { ready, timed_out };
 // at a time and closes a socket it stops waiting on; after Event::timed_out it finishes (writes its
 // timeout result and returns) rather than waiting again.
 using Fetch = Generator<Wait, Event>;
+
+// The fetch writes `co_yield Wait{fd, interest}`: an aggregate temporary that is alive while the
+// body is suspended, and may be destroyed with the frame (close()). g++ 12 has bugs that destroy
+// such temporaries of co_await/co_yield expressions twice. A Wait has nothing to destroy, so they
+// cannot bite; were it to hold a std::string, the fetch would have to name it in a local first.
+static_assert(std::is_trivially_destructible_v<Wait>);
 
 // The lesson (fetch.cpp): one request, straight-line. Connects to each of request.addresses in
 // turn, sends the GET, receives the response. Writes everything into `result` (the timing as it
