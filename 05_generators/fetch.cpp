@@ -204,11 +204,14 @@ private:
             // Calling the coroutine allocates its frame, once per request; nothing runs yet.
             Fetch& fetch = fetches_[request].fetch;
             fetch = fetch_(requests_[request], options_, results_[request]);
-            const Clock::time_point deadline = deadline_after(Clock::now(), options_.timeout);
             if (!fetch.next()) {  // runs the body up to its first wait
                 complete(request);
                 continue;
             }
+            // The deadline counts from the start time the body has just recorded, so that both
+            // come from one clock reading.
+            const Clock::time_point deadline =
+                deadline_after(results_[request].timing.start, options_.timeout);
             timers_.push_back(Timer{deadline, request});
             std::push_heap(timers_.begin(), timers_.end(), std::greater<>{});
             arm(request);

@@ -28,9 +28,10 @@ struct Wait {
 // to report, which the next system call will show), or the request's deadline passed first.
 enum class Event { ready, timed_out };
 
-// A fetch yields Waits and receives Events. Its contract with the loop: it waits on one descriptor
-// at a time and closes a socket it stops waiting on; after Event::timed_out it finishes (writes its
-// timeout result and returns) rather than waiting again.
+// A fetch yields Waits and receives Events. Its contract with the loop: it records
+// result.timing.start before its first wait (the loop counts the deadline from it), waits on one
+// descriptor at a time and closes a socket it stops waiting on; after Event::timed_out it finishes
+// (writes its timeout result and returns) rather than waiting again.
 using Fetch = Generator<Wait, Event>;
 
 // The fetch writes `co_yield Wait{fd, interest}`: an aggregate temporary that is alive while the
