@@ -32,39 +32,41 @@ namespace sixways::generators {
 // apart on every resume, and the generator would still have to be resumed once more to finish.
 // With the slot, the rule is simple: when the generator is done, its result is final.
 Fetch fetch_one(const Request& request, const Options& options, Result& result) {
-    result.timing.start = Clock::now();
+    Timing& timing = result.timing;  // when each phase ended, filled in as the request goes
+    timing.start = Clock::now();
 
     // 1. Connect, trying each resolved address in turn. A non-blocking connect() returns at once
     //    with EINPROGRESS; the socket turns writable when the handshake has ended, either way, and
     //    SO_ERROR then says how it ended.
-    Descriptor socket;
-    const char* failed_call = "connect";  // which call failed for the last address tried,
-    int error = 0;                        // and with which errno
     if (request.addresses.empty()) {
         result.fail(ErrorKind::resolve, "resolve: no address to connect to");
         co_return;
     }
+    Descriptor socket;
+    const char* failed_call = "connect";  // which call failed for the last address tried,
+    int error = 0;                        // and with which errno
     for (const Address& address : request.addresses) {
-        socket =
-            Descriptor(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-        if (!socket) {  // e.g. EMFILE (no descriptor left), EAFNOSUPPORT (no IPv6 on this machine)
+        Descriptor attempt(
+            ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (!attempt) {  // e.g. EMFILE (no descriptor left), EAFNOSUPPORT (no IPv6 on this machine)
             failed_call = "socket";
             error = errno;
             continue;
         }
-        if (::connect(socket.fd(), address.get(), address.length) == 0) break;  // connected at once
-        failed_call = "connect";
-        error = errno;
+        error = ::connect(attempt.fd(), address.get(), address.length) == 0 ? 0 : errno;
         if (error == EINPROGRESS) {
-            const Event event = co_yield Wait{socket.fd(), Interest::writable};
+            const Event event = co_yield Wait{attempt.fd(), Interest::writable};
             if (event == Event::timed_out) {
                 result.fail(ErrorKind::timeout, timeout_message(options.timeout, "connecting"));
-                co_return;  // `socket` closes as the body ends, here and at every co_return below
+                co_return;  // `attempt` closes as the body ends
             }
-            error = connect_error(socket.fd());
-            if (error == 0) break;  // connected
+            error = connect_error(attempt.fd());
         }
-        socket.close();  // this address failed; try the next one
+        if (error == 0) {
+            socket = std::move(attempt);
+            break;
+        }
+        failed_call = "connect";  // e.g. ECONNREFUSED: nobody listens there; try the next address
     }
     if (!socket) {
         // EMFILE, ENFILE or EADDRNOTAVAIL (no ephemeral port left) mean we ran out of something,
@@ -72,31 +74,31 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
         result.fail(kind_for_errno(error, ErrorKind::connect), errno_message(failed_call, error));
         co_return;
     }
-    result.timing.connected = Clock::now();
+    timing.connected = Clock::now();
 
     // 2. Send the request. send() may take only part of it when the socket's buffer is full; then
     //    wait until it is writable again and send the rest. MSG_NOSIGNAL: a peer that has closed
     //    gives EPIPE instead of killing the process with SIGPIPE.
-    const std::string request_text = build_get_request(request.url);
+    const std::string request_bytes = build_get_request(request.url);
     std::size_t sent = 0;
-    while (sent < request_text.size()) {
-        const ssize_t n = ::send(socket.fd(), request_text.data() + sent,
-                                 request_text.size() - sent, MSG_NOSIGNAL);
-        if (n >= 0) {
-            sent += static_cast<std::size_t>(n);
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            const Event event = co_yield Wait{socket.fd(), Interest::writable};
-            if (event == Event::timed_out) {
-                result.fail(ErrorKind::timeout, timeout_message(options.timeout, "sending"));
-                co_return;
+    while (sent < request_bytes.size()) {
+        const ssize_t n = ::send(socket.fd(), request_bytes.data() + sent,
+                                 request_bytes.size() - sent, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                const Event event = co_yield Wait{socket.fd(), Interest::writable};
+                if (event == Event::timed_out) {
+                    result.fail(ErrorKind::timeout, timeout_message(options.timeout, "sending"));
+                    co_return;
+                }
+                continue;
             }
-        } else {
-            error = errno;
-            result.fail(kind_for_errno(error, ErrorKind::send), errno_message("send", error));
+            result.fail(kind_for_errno(errno, ErrorKind::send), errno_message("send", errno));
             co_return;
         }
+        sent += static_cast<std::size_t>(n);
     }
-    result.timing.sent = Clock::now();
+    timing.sent = Clock::now();
 
     // 3. Receive until the parser says the response is complete, or the server closes. Read
     //    until recv() says EAGAIN (nothing more for now), and only then wait: epoll reports
@@ -104,34 +106,37 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
     ResponseParser parser(options.body_cap, options.keep_headers);
     for (;;) {
         const ssize_t n = receive_into(socket.fd(), parser);
-        if (n > 0) {
-            if (result.timing.first_byte == Clock::time_point{}) {
-                result.timing.first_byte = Clock::now();
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                const Event event = co_yield Wait{socket.fd(), Interest::readable};
+                if (event == Event::timed_out) {
+                    const char* phase = phase_name(timing);  // "waiting" or "receiving"
+                    result.fail(ErrorKind::timeout, timeout_message(options.timeout, phase));
+                    co_return;
+                }
+                continue;
             }
-            if (parser.status() == ResponseParser::Status::complete) break;
-            if (parser.status() == ResponseParser::Status::error) {
-                result.fail(ErrorKind::protocol, parser.error());
-                co_return;
-            }
-        } else if (n == 0) {  // the server closed: fine if that is how the body ends
+            // ECONNRESET: the server reset the connection.
+            result.fail(kind_for_errno(errno, ErrorKind::receive), errno_message("recv", errno));
+            co_return;
+        }
+        if (n == 0) {
+            // The server closed the connection. That ends a response framed by the close, and
+            // cuts short any other: "connection closed after 10 of 100 body bytes".
             if (parser.finish() == ResponseParser::Status::complete) break;
             result.fail(ErrorKind::receive, parser.error());
             co_return;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            const Event event = co_yield Wait{socket.fd(), Interest::readable};
-            if (event == Event::timed_out) {
-                const char* phase = phase_name(result.timing);  // "waiting" or "receiving"
-                result.fail(ErrorKind::timeout, timeout_message(options.timeout, phase));
-                co_return;
-            }
-        } else {
-            error = errno;  // ECONNRESET: the server reset the connection
-            result.fail(kind_for_errno(error, ErrorKind::receive), errno_message("recv", error));
+        }
+        if (timing.first_byte == Clock::time_point{}) timing.first_byte = Clock::now();
+        if (parser.status() == ResponseParser::Status::complete) break;
+        if (parser.status() == ResponseParser::Status::error) {
+            result.fail(ErrorKind::protocol, parser.error());
             co_return;
         }
     }
+    timing.done = Clock::now();
     result.response = parser.take_response();
-    result.timing.done = Clock::now();
+    // `socket` closes here, as it does at every co_return above.
 }
 
 // ---- The loop: many fetches on one epoll instance ----

@@ -161,8 +161,8 @@ Fetch fetch_one_split(const Request& request, const Options& options, Result& re
     }
     if (!result.ok()) co_return;  // the sub-generator's "return value", read from the side channel
 
-    const std::string request_text = build_get_request(request.url);
-    Fetch sending = send_all(socket.fd(), request_text, options, result);
+    const std::string request_bytes = build_get_request(request.url);
+    Fetch sending = send_all(socket.fd(), request_bytes, options, result);
     sending.next();
     while (!sending.done()) {
         const Event event = co_yield sending.current();
