@@ -28,7 +28,6 @@
 
 #include "03_nonblocking/fetch.hpp"
 
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -76,6 +75,9 @@ bool advance(Connection& connection);
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options) {
     std::vector<Result> results(requests.size());
     const std::size_t limit = options.concurrency == 0 ? requests.size() : options.concurrency;
+    // A list, not a vector: a Connection holds references (request, options), so it cannot be
+    // assigned, and a vector's erase() assigns each later element to the slot before it: it would
+    // not compile. A list erases in place and never moves a Connection.
     std::list<Connection> in_flight;
     std::size_t next = 0;  // the next request to start
 
