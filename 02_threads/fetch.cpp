@@ -265,7 +265,9 @@ Result fetch_on_thread(const Request& request, const Options& options) noexcept 
     try {
         result = fetch_one(request, options);
     } catch (const std::bad_alloc&) {
-        result.fail(ErrorKind::limit, "out of memory");  // short enough to need no allocation
+        // Needs no allocation: std::string keeps text this short in a buffer of its own (up to 15
+        // characters in libstdc++), and "out of memory" is 13.
+        result.fail(ErrorKind::limit, "out of memory");
     }
     return result;
 }
@@ -292,6 +294,9 @@ Result refused_thread(int error) noexcept {
 // 8 MiB. (It also reports a refused thread by throwing std::system_error; that would do.)
 template <typename Work>
 int start_thread(std::vector<pthread_t>& threads, const Work& work) noexcept {
+    // pthread_create is a C function: it takes a plain function and one void* to pass to it. A
+    // lambda without captures converts to such a function; the void* is the heap copy of `work`,
+    // whose ownership passes to the new thread, which deletes it when the work is done.
     const auto run = [](void* copy) -> void* {
         const std::unique_ptr<Work> work_to_do(static_cast<Work*>(copy));
         (*work_to_do)();
