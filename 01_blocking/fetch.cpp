@@ -67,12 +67,15 @@ namespace {
 Result fetch_one(const Request& request, const Options& options) {
     Result result;  // the response, or the error, at the end
     Timing& timing = result.timing;  // when each phase ended, filled in as the request goes
+    // Clock (std::chrono::steady_clock), Duration and deadline_after: common/duration.hpp.
     timing.start = Clock::now();
     const Clock::time_point deadline = deadline_after(timing.start, options.timeout);
     // How the request ends early: `result` becomes final with the error, and is returned. A timeout
     // names the phase it interrupted, read from the times recorded so far ("while connecting").
     auto failed = [&](ErrorKind kind, std::string message) {
         result.fail(kind, std::move(message));
+        // Moved out, not copied. Safe: every caller returns this at once, so it is the last use
+        // of `result` on that path.
         return std::move(result);
     };
     auto timed_out = [&] {
