@@ -30,6 +30,12 @@ namespace sixways::callbacks {
 
 using Callback = std::function<void()>;
 
+// Three names, asyncio's, for three things:
+//   Handle       a registration: one callback the loop has promised to call (a reader, a writer,
+//                a call_soon), shared by the loop's tables and its ready queue;
+//   Timer        a Handle with a deadline, kept in the loop's timer heap;
+//   TimerHandle  the token call_later returns to its caller, to cancel that one Timer.
+//
 // A callback the loop has promised to call, once or (for a reader or writer) every time its
 // descriptor is ready, until it is cancelled. The loop's tables and its ready queue share a Handle,
 // so a Handle outlives its removal while an event for it is still queued; `cancelled` is how that

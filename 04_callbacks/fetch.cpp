@@ -17,11 +17,11 @@
 // request being sent, how far the send got and the parser were local variables of one function,
 // and "what happens next" was simply the next line. Here each step returns before the next can
 // run, so all of that moves into data members that outlive the steps (look at the members of
-// Fetcher), and "what happens next" is whichever callback was registered last. An error can
-// happen in any step, so every step must be able to end the request, and ending it means undoing
-// every registration, in order, exactly once (finish()). Read a step alone and you cannot tell
-// where it sits in the story. Stage 05 writes the fetch again as one function with a `co_yield`
-// at each wait, and the compiler keeps those locals for us.
+// Fetcher), and "what happens next" is whichever callback was registered last. An error can happen
+// in any step, so every step must be able to end the request, and ending it means undoing every
+// registration exactly once (finish()). Read a step alone and you cannot tell where it sits in the
+// story. Stage 05 writes the fetch again as one function with a `co_yield` at each wait, and the
+// compiler keeps those locals for us.
 #include "04_callbacks/fetch.hpp"
 
 #include <sys/socket.h>
