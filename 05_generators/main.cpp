@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
                 split ? &generators::fetch_one_split : &generators::fetch_one;
             return generators::run_fetches(requests, options, fetch);
         },
+        .one_at_a_time = false,
         .flags = {{"--split", "run the fetch split into sub-generators (fetch_split.cpp)", &split}},
     };
     return run_stage(argc, argv, stage);
