@@ -1,7 +1,7 @@
 // The limit of generators: the fetch of fetch.cpp, split into three sub-generators.
 //
 // Good code is made of small functions: connect, send_all, receive. With plain functions, or with
-// stage 06's tasks, the fetch would read
+// stage 06's coroutines, the fetch would read
 //
 //     Descriptor socket = co_await connect_to_any(request.addresses);
 //     co_await send_all(socket, build_get_request(request.url));
@@ -30,9 +30,9 @@
 //   reaches the sub-generator only because we send it every event unchanged. A level that looked
 //   at the event itself would have to forward the timeout, or close() the sub-generator and make
 //   up its result, knowing its phase.
-// Stage 06 fixes exactly this: `co_await` on a task suspends the whole chain of callers, resumes
-// the awaiting coroutine with the callee's return value or exception, and the loop resumes each
-// waiting coroutine in turn, from the innermost outwards.
+// Stage 06 fixes exactly this: `co_await` on a coroutine runs it in the caller's task, a wait
+// suspends the whole chain, only the innermost coroutine is resumed when the wait is over, and each
+// callee hands its return value or exception to its caller as it finishes.
 //
 // The loop runs this version with `05_generators --split`; a test checks that it gives the same
 // results as fetch_one.

@@ -114,8 +114,8 @@ public:
         // it: an awaited operation would take our handle and resume the body later, from wherever
         // it completes. The caller's resume() would then return without a co_yield, with nothing in
         // current(), while someone else holds the right to continue the body. A generator has one
-        // resumer, its owner. Coroutines that wait on other things and are resumed by whoever
-        // completes them are tasks: that is stage 06. (co_yield is not affected: the standard does
+        // resumer, its owner. Coroutines that wait on other things, and go on when those are done,
+        // run in tasks: that is stage 06. (co_yield is not affected: the standard does
         // not pass yield_value's result through await_transform.)
         template <typename Anything>
         void await_transform(Anything&&) = delete;
