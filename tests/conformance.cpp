@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -130,43 +129,12 @@ std::string first_difference(std::string_view got, std::string_view expected) {
            ", first difference at byte " + std::to_string(mismatch.first - got.begin());
 }
 
-// Aborts the test binary, saying why, if it is not dismissed within `bound`: a hung fetcher must
-// fail its test rather than hang the whole run until an outer timeout kills it silently.
-class Watchdog {
-public:
-    Watchdog(std::string what, Duration bound)
-        : thread_([this, what = std::move(what), bound] {
-              std::unique_lock lock(mutex_);
-              if (!dismissed_.wait_for(lock, bound, [this] { return done_; })) {
-                  std::fprintf(stderr, "%s did not return within %s: it hangs\n", what.c_str(),
-                               sixways::format_duration(bound).c_str());
-                  std::abort();
-              }
-          }) {}
-    ~Watchdog() {
-        {
-            std::lock_guard lock(mutex_);
-            done_ = true;
-        }
-        dismissed_.notify_one();
-        thread_.join();
-    }
-    Watchdog(const Watchdog&) = delete;
-    Watchdog& operator=(const Watchdog&) = delete;
-
-private:
-    std::mutex mutex_;
-    std::condition_variable dismissed_;
-    bool done_ = false;
-    std::thread thread_;  // last: it starts once the members it uses exist
-};
-
 // No case's fetch_all should take more than a few seconds, even under a sanitizer.
 constexpr Duration hang_bound = 60s;
 
 // Calls the stage's fetch_all under a watchdog.
 std::vector<Result> fetch(const StageUnderTest& stage, const std::vector<Request>& requests, const Options& options) {
-    Watchdog watchdog(stage.name + "'s fetch_all", hang_bound);
+    const sixways::testing_support::Watchdog watchdog(stage.name + "'s fetch_all", hang_bound);
     return stage.fetch_all(requests, options);
 }
 

@@ -1,21 +1,14 @@
 // 06_tiny: its fetch_all against the lab server in-process, and its binary. Tiny has no deadline,
 // so it is never sent anything that would make it wait for ever (no /fault/hang, no /fault/stall,
 // no silent peer): the conformance suite, which has those, runs against 06_coroutines instead.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,53 +31,13 @@ using testing_support::open_descriptors;
 using testing_support::request_for;
 using testing_support::SilentServer;
 
-// Aborts the test program, saying why, if fetch_all has not returned within a minute: with no
-// timeouts of its own, a tiny fetch that waits for ever would otherwise hang the whole run.
-class Watchdog {
-public:
-    Watchdog()
-        : thread_([this] {
-              std::unique_lock lock(mutex_);
-              if (!done_.wait_for(lock, 60s, [this] { return finished_; })) {
-                  std::fputs("06_tiny's fetch_all did not return within 60 s: it hangs\n", stderr);
-                  std::abort();
-              }
-          }) {}
-    ~Watchdog() {
-        {
-            std::lock_guard lock(mutex_);
-            finished_ = true;
-        }
-        done_.notify_one();
-        thread_.join();
-    }
-
-private:
-    std::mutex mutex_;
-    std::condition_variable done_;
-    bool finished_ = false;
-    std::thread thread_;  // last: it starts once the members it uses exist
-};
-
 std::vector<Result> fetch(const std::vector<Request>& requests, const Options& options = {}) {
-    Watchdog watchdog;
+    const testing_support::Watchdog watchdog("06_tiny's fetch_all", 60s);
     return fetch_all(requests, options);
 }
 
-// "http://127.0.0.1:PORT/" where nothing listens: a port bound to find a free one, then closed.
-std::string refused_url() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-        throw std::runtime_error("no free port on 127.0.0.1");
-    }
-    ::close(fd);
-    return "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/";
-}
+// A URL on 127.0.0.1 where nothing listens: a SilentServer's port, closed again at once.
+std::string refused_url() { return SilentServer().url(); }
 
 // A lab body's first line echoes the request ("path=/bytes/10 id=7"); the text after it is cut
 // from one long text for /bytes/N and /chunked/N alike.

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <utility>
 
@@ -188,5 +190,25 @@ DescriptorsLeft::DescriptorsLeft(int count) {
 DescriptorsLeft::~DescriptorsLeft() { restore(); }
 
 void DescriptorsLeft::restore() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+
+
+Watchdog::Watchdog(std::string what, Duration bound)
+    : thread_([this, what = std::move(what), bound] {
+          std::unique_lock lock(mutex_);
+          if (!dismissed_.wait_for(lock, bound, [this] { return done_; })) {
+              std::fprintf(stderr, "%s did not return within %s: it hangs\n", what.c_str(),
+                           format_duration(bound).c_str());
+              std::abort();
+          }
+      }) {}
+
+Watchdog::~Watchdog() {
+    {
+        std::lock_guard lock(mutex_);
+        done_ = true;
+    }
+    dismissed_.notify_one();
+    thread_.join();
+}
 
 }  // namespace sixways::testing_support

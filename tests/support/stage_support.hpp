@@ -8,8 +8,10 @@
 #include <sys/resource.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +47,23 @@ std::size_t most_in_flight(const std::vector<Result>& results);
 // How many descriptors this process has open, or -1 if /proc/self/fd cannot be read. Compare two
 // counts to find a leak.
 int open_descriptors();
+
+// Aborts the test binary, saying why, if it is not dismissed (destroyed) within `bound`: a hung
+// fetcher must fail its test rather than hang the whole run until an outer timeout kills it
+// silently. "<what> did not return within 60 s: it hangs".
+class Watchdog {
+public:
+    Watchdog(std::string what, Duration bound);
+    ~Watchdog();
+    Watchdog(const Watchdog&) = delete;
+    Watchdog& operator=(const Watchdog&) = delete;
+
+private:
+    std::mutex mutex_;
+    std::condition_variable dismissed_;
+    bool done_ = false;
+    std::thread thread_;  // last: it starts once the members it uses exist
+};
 
 // ---- Peers that misbehave ----
 
