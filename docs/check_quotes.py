@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that every code quote in the chapters still matches the repository.
+"""Checks that every code quote in the docs still matches the repository, and every link resolves.
 
 A chapter quotes code with a fenced block whose info string names the file and the line range:
 
@@ -10,7 +10,14 @@ A chapter quotes code with a fenced block whose info string names the file and t
 The block must equal those lines (trailing white space aside). When code moves, this check fails
 and names the quote, so the book never shows code that is not in the repository.
 
-    docs/check_quotes.py [--show]    --show prints what the file holds now for each stale quote
+Every link in docs/ (and in the README files that lead into it) must name a file or folder that
+exists, and an anchor (`page.md#a-heading`) a heading of that page. Links to other sites are not
+fetched.
+
+    docs/check_quotes.py [--show] [--fix]
+        --show  prints what the file holds now for each stale quote
+        --fix   moves a stale quote's line range to where its lines now are, when they are in the
+                file once, unchanged (after an edit above them); any other stale quote is left alone
 """
 import pathlib
 import re
@@ -39,9 +46,67 @@ def quotes(chapter):
         i += 1
 
 
+def moved_to(text, body):
+    """The 1-based first line where body now stands in text, if it stands there exactly once."""
+    wanted = [line.rstrip() for line in body]
+    found = [i for i in range(len(text) - len(wanted) + 1)
+             if [line.rstrip() for line in text[i:i + len(wanted)]] == wanted]
+    return found[0] + 1 if len(found) == 1 and wanted else None
+
+
+LINK = re.compile(r"!?\[(?:[^\]`]|`[^`]*`)*\]\((?P<target>[^)\s]*)(?:\s+\"[^\"]*\")?\)")
+HTML_LINK = re.compile(r"""<(?:img|a)\s[^>]*?(?:src|href)=["'](?P<target>[^"']+)["']""")
+
+
+def outside_code(lines):
+    """Yields (line number, line) for the lines of a Markdown page that are not in fenced code."""
+    fenced = False
+    for number, line in enumerate(lines, 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            yield number, line
+
+
+def anchors(page):
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as
+    hyphens, a repeated heading numbered -1, -2, ..."""
+    seen = {}
+    result = set()
+    for _, line in outside_code(page.read_text(encoding="utf-8").splitlines()):
+        match = re.match(r"^#{1,6}\s+(.*?)\s*$", line)
+        if not match:
+            continue
+        base = re.sub(r"[^\w\- ]", "", match[1].lower()).replace(" ", "-")
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        result.add(base if count == 0 else f"{base}-{count}")
+    return result
+
+
+def broken_links(page):
+    """Yields (line number, target, why) for each link of a page that does not resolve."""
+    for number, line in outside_code(page.read_text(encoding="utf-8").splitlines()):
+        line = re.sub(r"`[^`]*`", "``", line)
+        for match in [*LINK.finditer(line), *HTML_LINK.finditer(line)]:
+            target = match["target"]
+            if re.match(r"^[a-z]+:", target):
+                continue  # another site, or mailto:
+            path, _, anchor = target.partition("#")
+            where = (page.parent / path).resolve() if path else page
+            if not where.exists():
+                yield number, target, "no such file"
+            elif anchor and where.suffix == ".md" and anchor not in anchors(where):
+                yield number, target, "no such heading"
+            elif not target:
+                yield number, target, "empty link"
+
+
 def main():
     show = "--show" in sys.argv[1:]
-    checked = failed = 0
+    fix = "--fix" in sys.argv[1:]
+    checked = failed = fixed = 0
     for chapter in sorted((ROOT / "docs").rglob("*.md")):
         for where, path, first, last, body in quotes(chapter):
             checked += 1
@@ -58,12 +123,36 @@ def main():
                 continue
             wanted = [line.rstrip() for line in text[first - 1:last]]
             if [line.rstrip() for line in body] != wanted:
+                now = moved_to(text, body) if fix else None
+                if now is not None:
+                    fix_range(chapter, where, path, first, last, now, now + len(body) - 1)
+                    fixed += 1
+                    continue
                 print(f"{name}: the quote of {path}:{first}-{last} no longer matches the file")
                 if show:
                     print("\n".join("    " + line for line in wanted))
                 failed += 1
-    print(f"{checked - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    if fixed:
+        print(f"{fixed} quotes moved to where their lines now are")
+    print(f"{checked - failed - fixed} quotes passed, {failed} failed")
+
+    pages = sorted((ROOT / "docs").rglob("*.md")) + sorted(ROOT.glob("*.md")) + sorted(ROOT.glob("*/README.md"))
+    links = 0
+    for page in pages:
+        for number, target, why in broken_links(page):
+            print(f"{page.relative_to(ROOT)}:{number}: link to {target!r}: {why}")
+            links += 1
+    print(f"links in {len(pages)} pages: {links} broken")
+    return 1 if failed or links else 0
+
+
+def fix_range(chapter, where, path, first, last, new_first, new_last):
+    """Rewrites the info string of the quote at line `where` of chapter to the new range."""
+    lines = chapter.read_text(encoding="utf-8").split("\n")
+    old = f"{path}:{first}-{last}"
+    assert old in lines[where - 1]
+    lines[where - 1] = lines[where - 1].replace(old, f"{path}:{new_first}-{new_last}")
+    chapter.write_text("\n".join(lines), encoding="utf-8")
 
 
 if __name__ == "__main__":

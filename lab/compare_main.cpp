@@ -59,8 +59,9 @@ constexpr const char* usage =
     "  --delay DURATION  the server's delay before each answer: 2, 2.5s, 250ms (default 100ms)\n"
     "  --concurrency C   at most C requests in flight in every program (stages, yardstick and\n"
     "                    aiohttp get --concurrency C, ab gets -c C); default: all N at once\n"
-    "  --stages LIST     which programs, comma-separated: 01 ... 06 (or full names), yardstick,\n"
-    "                    aiohttp, ab (default: the six stages and the yardstick, if built)\n"
+    "  --stages LIST     which programs, comma-separated: 01 ... 06 (or full names), 06_tiny,\n"
+    "                    yardstick, aiohttp, ab (default: the six stages and the yardstick, if\n"
+    "                    built; 06_tiny, chapter 06's small runtime, only when named)\n"
     "  --url URL         measure against this server instead of starting one; --delay then only\n"
     "                    estimates how long stage 01 would take\n"
     "  --server LIST     the servers to start: lab (the default), nginx, or lab,nginx to measure\n"
@@ -269,10 +270,11 @@ std::vector<Program> find_programs(const Options& options, const std::string& bi
     for (const std::string& token : options.stages) {
         bool known = std::any_of(stage_names.begin(), stage_names.end(),
                                  [&](const std::string& key) { return named(token, key); }) ||
-                     token == "yardstick" || token == "aiohttp" || token == "ab";
+                     token == "06_tiny" || token == "yardstick" || token == "aiohttp" ||
+                     token == "ab";
         if (!known) {
             throw UsageError("--stages: unknown name '" + token +
-                             "' (known: 01 to 06, yardstick, aiohttp, ab)");
+                             "' (known: 01 to 06, 06_tiny, yardstick, aiohttp, ab)");
         }
     }
     std::vector<Program> programs;
@@ -285,6 +287,16 @@ std::vector<Program> find_programs(const Options& options, const std::string& bi
                                 name == "01_blocking"});
         } else {
             missing.push_back(name + ": not built (no " + bin + "/" + name + ")");
+        }
+    }
+    // 06_tiny only by its full name ("06" means 06_coroutines); it has no --concurrency.
+    if (std::find(options.stages.begin(), options.stages.end(), "06_tiny") != options.stages.end()) {
+        if (options.concurrency != 0) {
+            missing.push_back("06_tiny: skipped, it has no --concurrency (every request at once)");
+        } else if (executable(bin + "/06_tiny")) {
+            programs.push_back({Program::Kind::stage, "06_tiny", bin + "/06_tiny", "", false});
+        } else {
+            missing.push_back("06_tiny: not built (no " + bin + "/06_tiny)");
         }
     }
     if (wanted(options, "yardstick", true)) {
