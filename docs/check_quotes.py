@@ -86,21 +86,25 @@ def anchors(page):
 
 
 def broken_links(page):
-    """Yields (line number, target, why) for each link of a page that does not resolve."""
+    """Yields (line number, target, why) for each link of a page that does not resolve. Fenced code
+    and inline code are left out; a link may wrap over lines, as prose does."""
+    prose = [""] * len(page.read_text(encoding="utf-8").splitlines())
     for number, line in outside_code(page.read_text(encoding="utf-8").splitlines()):
-        line = re.sub(r"`[^`]*`", "``", line)
-        for match in [*LINK.finditer(line), *HTML_LINK.finditer(line)]:
-            target = match["target"]
-            if re.match(r"^[a-z]+:", target):
-                continue  # another site, or mailto:
-            path, _, anchor = target.partition("#")
-            where = (page.parent / path).resolve() if path else page
-            if not where.exists():
-                yield number, target, "no such file"
-            elif anchor and where.suffix == ".md" and anchor not in anchors(where):
-                yield number, target, "no such heading"
-            elif not target:
-                yield number, target, "empty link"
+        prose[number - 1] = line
+    text = re.sub(r"`[^`\n]*`", "``", "\n".join(prose))
+    for match in [*LINK.finditer(text), *HTML_LINK.finditer(text)]:
+        number = text.count("\n", 0, match.start()) + 1
+        target = match["target"]
+        if re.match(r"^[a-z]+:", target):
+            continue  # another site, or mailto:
+        path, _, anchor = target.partition("#")
+        where = (page.parent / path).resolve() if path else page
+        if not where.exists():
+            yield number, target, "no such file"
+        elif anchor and where.suffix == ".md" and anchor not in anchors(where):
+            yield number, target, "no such heading"
+        elif not target:
+            yield number, target, "empty link"
 
 
 def main():
