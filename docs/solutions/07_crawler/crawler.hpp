@@ -7,9 +7,9 @@
 //   - exercise 5, at most max_per_host fetches at once to one host: a Semaphore per host, held for
 //     one try of one fetch.
 //
-// Everything else is the chapter's crawler, unchanged. Each change is marked "Exercise 3" or
-// "Exercise 5"; `diff -u 06_coroutines/crawler/crawler.cpp docs/solutions/07_crawler/crawler.cpp`
-// shows them all.
+// Everything else is the crawler as it was at commit 837267a. Each change is marked "Exercise 3"
+// or "Exercise 5"; `diff -u 06_coroutines/crawler/crawler.cpp docs/solutions/07_crawler/crawler.cpp`
+// shows them (and any later change to the crawler itself).
 #pragma once
 
 #include <cstddef>
