@@ -1,5 +1,5 @@
-// Chapter 02's exercises 4 and 5: stage 02's idea again, with std::thread instead of pthread_create,
-// and each thread running stage 01's blocking fetch on one request.
+// Chapter 02's exercises 4 and 5: stage 02's idea again, with std::thread instead of
+// pthread_create, and each thread running stage 01's blocking fetch on one request.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // Tests of chapter 02's exercises 4 and 5, against the lab server on loopback. They check what the
-// fetchers do (every request answered once, in the right slot, on threads of their own, at most C in
-// flight, results in the order they finished), never how long they take.
+// fetchers do (every request answered once, in the right slot, on threads of their own, at most C
+// in flight, results in the order they finished), never how long they take.
 #include "docs/solutions/02_threads/std_thread_fetchers.hpp"
 
 #include <gtest/gtest.h>
