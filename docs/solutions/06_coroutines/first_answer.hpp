@@ -1,4 +1,4 @@
-// Chapter 06, exercise 4: the first of two answers.
+// Chapter 06, exercise 5: the first of two answers.
 #pragma once
 
 #include "06_coroutines/event_loop.hpp"
