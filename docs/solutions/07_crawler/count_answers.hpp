@@ -3,7 +3,7 @@
 //
 //   CrawlerOptions options;                           // roots, and their addresses, resolved first
 //   std::vector<FetchStatistic> done = crawl_to_the_end(options);
-//   count_answers(done);   // {"2xx": 22, "3xx": 8, "4xx": 2} for the lab server's /site/
+//   count_answers(done);   // {"2xx": 22, "3xx": 8, "4xx": 2, "5xx": 0, "failed": 0} for /site/
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,8 @@ namespace sixways::crawler {
 std::vector<FetchStatistic> crawl_to_the_end(CrawlerOptions options);
 
 // How many URLs got each class of answer: "1xx" to "5xx" by status, and "failed" for those that
-// got none (a refused connection, a timeout, a malformed response). Classes with no URL are absent.
+// got none (a refused connection, a timeout, a malformed response). "2xx" to "5xx" and "failed" are
+// always there, 0 if no URL is in them; "1xx" only if a URL got one.
 std::map<std::string, std::size_t> count_answers(const std::vector<FetchStatistic>& done);
 
 }  // namespace sixways::crawler

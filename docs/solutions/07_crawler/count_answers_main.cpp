@@ -4,6 +4,8 @@
 //   2xx 22
 //   3xx 8
 //   4xx 2
+//   5xx 0
+//   failed 0
 //
 // The root's host is resolved here, before the loop starts, as the crawl program does.
 #include <cstdio>
