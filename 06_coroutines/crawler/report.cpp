@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <map>
 
+#include "common/report.hpp"
+
 namespace sixways::crawler {
 
 namespace {
@@ -61,25 +63,8 @@ std::string describe(const FetchStatistic& stat) {
     return text;
 }
 
-// A JSON string literal: quotes, backslashes and control characters escaped; other bytes as they
-// are (a URL or an error message is ASCII, or UTF-8 from the server).
-std::string json_string(const std::string& text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-            out += escaped;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
-
+// json_string (common/report.hpp) writes valid UTF-8 whatever the bytes: an error message or a
+// content type may quote what a server sent.
 std::string json_string_or_null(const std::string& text) { return text.empty() ? "null" : json_string(text); }
 
 }  // namespace

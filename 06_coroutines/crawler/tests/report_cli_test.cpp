@@ -148,6 +148,16 @@ TEST(CrawlReport, JsonIsOneObjectWithTheSameFacts) {
     EXPECT_EQ(fetches.items[2].at("redirect").string, "already seen");
 }
 
+TEST(CrawlReport, JsonIsValidUtf8WhateverBytesTheServerSent) {
+    CrawlReport report = sample_report();
+    report.fetches[0].content_type = "text/html\xFF";
+    report.fetches[0].encoding = "latin-\xE9";
+    report.fetches[1].error = "protocol error: \xC0\xAF\x01";
+    const Json json = parse_json(format_json(report));  // throws on bytes that are not UTF-8
+    EXPECT_EQ(json.at("fetches").items[0].at("content_type").string, "text/html\xEF\xBF\xBD");
+    EXPECT_EQ(json.at("fetches").items[1].at("error").string, "protocol error: \xEF\xBF\xBD\xEF\xBF\xBD\\u0001");
+}
+
 // ---- The binary ----
 
 struct BinaryRun {
