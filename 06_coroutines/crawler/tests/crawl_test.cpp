@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "06_coroutines/crawler/crawler.hpp"
+#include "06_coroutines/crawler/report.hpp"
 #include "06_coroutines/crawler/tests/test_site.hpp"
 #include "06_coroutines/task.hpp"
+#include "common/json_reader.hpp"
 
 namespace sixways::crawler {
 namespace {
@@ -198,6 +200,33 @@ TEST(Crawl, ReadsLinksOnlyInHtmlPages) {
     EXPECT_EQ(crawl.stat("/untyped").num_urls, 0u);
     EXPECT_EQ(site.requests_for("/real"), 1u);
     for (const char* secret : {"/secret-1", "/secret-2", "/secret-3"}) EXPECT_EQ(site.requests_for(secret), 0u);
+}
+
+// Pages link to bytes no URL may hold (Latin-1, broken UTF-8, spaces): they are percent-encoded
+// before they are fetched, so every request line is printable ASCII, and the JSON report is valid.
+TEST(Crawl, PercentEncodesLinksWithRawBytesAndReportsThemInValidJson) {
+    TestSite site;
+    site.add_page("/", {"/caf\xE9", "/x\xFF\xFE", "/sp ace?q=a b", "/moved"});
+    site.add_redirect("/moved", "/caf\xC3\xA9");
+    site.add_page("/caf%E9", {});
+    site.add_page("/x%FF%FE", {});
+    Crawl crawl(site, {site.url("/")});
+    crawl.run();
+    for (const std::string& request : site.requests()) {
+        const std::string target = request.substr(request.find(' ') + 1);
+        EXPECT_TRUE(std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
+            << "not printable ASCII: " << target;
+    }
+    EXPECT_EQ(site.requests_for("/caf%E9"), 1u);
+    EXPECT_EQ(site.requests_for("/x%FF%FE"), 1u);
+    EXPECT_EQ(site.requests_for("/sp%20ace?q=a%20b"), 1u);
+    EXPECT_EQ(site.requests_for("/caf%C3%A9"), 1u);
+    EXPECT_EQ(crawl.stat("/moved").next_url, site.url("/caf%C3%A9"));
+    EXPECT_EQ(crawl.done().size(), 6u);
+
+    const Json json = parse_json(format_json(make_report(*crawl.crawler, false)));  // throws if not UTF-8
+    EXPECT_EQ(json.at("urls").number, 6);
+    EXPECT_EQ(json.at("fetches").items[1].at("url").string, site.url("/caf%C3%A9"));
 }
 
 TEST(Crawl, RecordsTheSizeOfEachBody) {
