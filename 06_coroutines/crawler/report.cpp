@@ -83,6 +83,8 @@ CrawlReport make_report(const Crawler& crawler, bool interrupted) {
     return report;
 }
 
+std::size_t failed_urls(const CrawlReport& report) { return count(report).failed; }
+
 std::string format_text(const CrawlReport& report) {
     // Columns: the URL padded to the longest (up to a point: one very long URL should not push
     // every line off the screen), then the status.

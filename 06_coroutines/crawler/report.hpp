@@ -31,6 +31,9 @@ struct CrawlReport {
 // What `crawler` has done so far (the whole crawl, or as far as it got before an interruption).
 CrawlReport make_report(const Crawler& crawler, bool interrupted);
 
+// URLs that got no response (after all their tries): what makes the crawl exit with status 1.
+std::size_t failed_urls(const CrawlReport& report);
+
 // The report for people: a line per URL, then the totals; ends with a newline.
 std::string format_text(const CrawlReport& report);
 
