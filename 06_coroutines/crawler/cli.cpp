@@ -115,7 +115,8 @@ CrawlCli parse_crawl_cli(const std::vector<std::string>& args) {
         const std::size_t equals = arg.find('=');
         const std::string name = arg.substr(0, equals);
         const bool takes_value = name == "--max-tasks" || name == "--max-redirect" || name == "--max-tries" ||
-                                 name == "--exclude" || name == "--timeout" || name == "--resolve";
+                                 name == "--max-pages" || name == "--exclude" || name == "--timeout" ||
+                                 name == "--resolve";
         if (!takes_value) {
             if (equals != std::string::npos) throw UsageError("option " + name + " takes no value");
             if (name == "--json") {
@@ -143,6 +144,8 @@ CrawlCli parse_crawl_cli(const std::vector<std::string>& args) {
             cli.max_redirect = parse_number(value, name, 0, 1000);
         } else if (name == "--max-tries") {
             cli.max_tries = parse_number(value, name, 1, 100);
+        } else if (name == "--max-pages") {
+            cli.max_pages = parse_number(value, name, 1, 1'000'000'000);
         } else if (name == "--exclude") {
             try {
                 const std::regex check(value);  // compiled here only to report a bad one as bad usage
@@ -172,8 +175,8 @@ CrawlCli parse_crawl_cli(const std::vector<std::string>& args) {
 std::string crawl_usage() {
     return std::string(
                "usage: crawl [ROOT_URL ...] [--max-tasks 10] [--max-redirect 10] [--max-tries 4]\n"
-               "             [--exclude REGEX] [--strict|--lenient] [--timeout DURATION]\n"
-               "             [--resolve HOST:PORT:ADDR] [--json] [--help]\n"
+               "             [--max-pages N] [--exclude REGEX] [--strict|--lenient]\n"
+               "             [--timeout DURATION] [--resolve HOST:PORT:ADDR] [--json] [--help]\n"
                "\n"
                "Crawls a web site from each ROOT_URL (default ") +
            default_root +
@@ -185,6 +188,8 @@ std::string crawl_usage() {
            "  --max-tasks N       workers: at most N fetches in flight at once (default 10)\n"
            "  --max-redirect N    redirects followed from one URL (default 10)\n"
            "  --max-tries N       tries per URL when the connection fails (default 4)\n"
+           "  --max-pages N       queue at most N URLs, roots included (default: no limit); the\n"
+           "                      report says how many links the limit left unfollowed\n"
            "  --exclude REGEX     skip URLs this regular expression matches anywhere (ECMAScript)\n"
            "  --strict            follow only the roots' exact hosts (the default)\n"
            "  --lenient           also the root's domain (without \"www.\") and its subdomains\n"
@@ -340,6 +345,7 @@ int run_crawl(int argc, char** argv) {
     options.strict = cli.strict;
     options.max_redirect = cli.max_redirect;
     options.max_tries = cli.max_tries;
+    options.max_pages = cli.max_pages;
     options.max_tasks = workers;
     options.timeout = cli.timeout;
 

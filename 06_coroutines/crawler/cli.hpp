@@ -1,8 +1,9 @@
 // The crawl program around the Crawler: the command line, resolving names before the loop starts,
 // Ctrl-C, the report. Not the lesson (crawler.cpp is); main.cpp is one call to run_crawl.
 //
-//   crawl [ROOT_URL ...] [--max-tasks 10] [--max-redirect 10] [--max-tries 4] [--exclude REGEX]
-//         [--strict|--lenient] [--timeout DURATION] [--resolve HOST:PORT:ADDR] [--json] [--help]
+//   crawl [ROOT_URL ...] [--max-tasks 10] [--max-redirect 10] [--max-tries 4] [--max-pages N]
+//         [--exclude REGEX] [--strict|--lenient] [--timeout DURATION] [--resolve HOST:PORT:ADDR]
+//         [--json] [--help]
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,7 @@ struct CrawlCli {
     std::size_t max_tasks = 10;
     std::size_t max_redirect = 10;
     std::size_t max_tries = 4;
+    std::size_t max_pages = 0;  // 0: no limit
     std::string exclude;
     bool strict = true;
     Duration timeout = std::chrono::seconds(10);

@@ -229,6 +229,75 @@ TEST(Crawl, PercentEncodesLinksWithRawBytesAndReportsThemInValidJson) {
     EXPECT_EQ(json.at("fetches").items[1].at("url").string, site.url("/caf%C3%A9"));
 }
 
+// A site that makes up pages (/deep/1 links /deep/2, and so on) never ends on its own.
+TEST(Crawl, QueuesNoMoreThanMaxPagesUrlsAndCountsTheLinksItLeft) {
+    TestSite site;
+    for (int i = 1; i <= 30; ++i) site.add_page("/deep/" + std::to_string(i), {"/deep/" + std::to_string(i + 1)});
+    Crawl crawl(site, {site.url("/deep/1")});
+    crawl.options.max_pages = 10;
+    crawl.run();
+    EXPECT_FALSE(crawl.interrupted);
+    EXPECT_EQ(crawl.done().size(), 10u);
+    EXPECT_EQ(site.total_requests(), 10u);
+    EXPECT_EQ(site.requests_for("/deep/10"), 1u);
+    EXPECT_EQ(site.requests_for("/deep/11"), 0u);
+    EXPECT_EQ(crawl.stat("/deep/10").num_new_urls, 0u);
+    EXPECT_EQ(crawl.stat("/deep/10").num_over_page_limit, 1u);
+    EXPECT_EQ(crawl.crawler->over_page_limit(), 1u);
+    EXPECT_EQ(crawl.crawler->todo(), 0u);
+}
+
+TEST(Crawl, CountsEveryNewLinkAndRedirectThePageLimitLeftUnfollowed) {
+    TestSite site;
+    std::vector<std::string> links = {"/moved"};
+    for (int i = 0; i < 20; ++i) links.push_back("/page/" + std::to_string(i));
+    site.add_page("/", links);
+    site.add_redirect("/moved", "/target");
+    for (int i = 0; i < 20; ++i) site.add_page("/page/" + std::to_string(i), {"/", "/page/0"});
+    Crawl crawl(site, {site.url("/")});
+    crawl.options.max_pages = 2;  // the root and the first link in order: "/moved"
+    crawl.run();
+    EXPECT_EQ(crawl.done().size(), 2u);
+    EXPECT_EQ(crawl.stat("/").num_urls, 21u);
+    EXPECT_EQ(crawl.stat("/").num_new_urls, 1u);
+    EXPECT_EQ(crawl.stat("/").num_over_page_limit, 20u);
+    EXPECT_EQ(crawl.stat("/moved").redirect, Redirect::page_limit);
+    EXPECT_EQ(site.requests_for("/target"), 0u);
+    EXPECT_EQ(crawl.crawler->over_page_limit(), 21u);
+}
+
+TEST(Crawl, WithoutAPageLimitCountsNothingOverIt) {
+    TestSite site;
+    site.add_page("/", {"/a"});
+    site.add_page("/a", {"/"});
+    Crawl crawl(site, {site.url("/")});
+    crawl.run();
+    EXPECT_EQ(crawl.done().size(), 2u);
+    EXPECT_EQ(crawl.crawler->over_page_limit(), 0u);
+}
+
+// A page longer than body_cap is read for links only that far, up to its last complete tag (a
+// link cut in half names a page that does not exist), and says it was cut.
+TEST(Crawl, ReadsAPageCutAtTheBodyCapUpToItsLastCompleteTagAndSaysSo) {
+    TestSite site;
+    const std::string early = R"(<a href="/early">early</a>)";
+    const std::string cut_link = "<a href=/partial-link-cut-by-the-cap>";
+    std::string body = early + std::string(100 - early.size() - 10, ' ') + cut_link;  // the cap falls in it
+    body += std::string(300, ' ') + R"(<a href="/late">late</a>)";
+    site.add("/", Page{.body = body});
+    site.add_page("/early", {});
+    site.add_page("/small", {});
+    Crawl crawl(site, {site.url("/"), site.url("/small")});
+    crawl.options.body_cap = 100;
+    crawl.run();
+    EXPECT_EQ(site.requests_for("/early"), 1u);
+    EXPECT_EQ(site.requests_for("/late"), 0u);
+    EXPECT_EQ(site.total_requests(), 3u) << "a link cut in half was followed";
+    EXPECT_TRUE(crawl.stat("/").cut_at_body_cap);
+    EXPECT_EQ(crawl.stat("/").size, body.size());
+    EXPECT_FALSE(crawl.stat("/small").cut_at_body_cap);
+}
+
 TEST(Crawl, RecordsTheSizeOfEachBody) {
     TestSite site;
     site.add("/", Page{.content_type = "text/plain", .body = std::string(12345, 'x')});

@@ -35,13 +35,14 @@ TEST(CrawlCli, WithoutArgumentsCrawlsTheLabSiteWithThe500LinesDefaults) {
     EXPECT_EQ(cli.max_tries, 4u);
     EXPECT_TRUE(cli.strict);
     EXPECT_EQ(cli.timeout, std::chrono::seconds(10));
+    EXPECT_EQ(cli.max_pages, 0u);  // no limit
     EXPECT_FALSE(cli.json);
 }
 
 TEST(CrawlCli, ReadsEveryOptionInBothSpellings) {
     const CrawlCli cli = parse_crawl_cli({"http://a.test/", "--max-tasks", "3", "--max-redirect=0", "--max-tries", "1",
                                           "--exclude", "\\.pdf$", "--lenient", "--timeout=250ms", "--resolve",
-                                          "a.test:80:127.0.0.1", "http://b.test:81/x", "--json"});
+                                          "a.test:80:127.0.0.1", "http://b.test:81/x", "--json", "--max-pages=500"});
     ASSERT_EQ(cli.roots.size(), 2u);
     EXPECT_EQ(cli.roots[1].to_string(), "http://b.test:81/x");
     EXPECT_EQ(cli.max_tasks, 3u);
@@ -52,6 +53,7 @@ TEST(CrawlCli, ReadsEveryOptionInBothSpellings) {
     EXPECT_EQ(cli.timeout, std::chrono::milliseconds(250));
     ASSERT_EQ(cli.resolved.count("a.test:80"), 1u);
     EXPECT_TRUE(cli.json);
+    EXPECT_EQ(cli.max_pages, 500u);
 }
 
 TEST(CrawlCli, RejectsBadUsageWithAMessage) {
@@ -62,6 +64,7 @@ TEST(CrawlCli, RejectsBadUsageWithAMessage) {
         {"--resolve", "a.test"},       {"--resolve", "a.test:80"}, {"--resolve", "a.test:80:not-an-ip"},
         {"--resolve", "a.test:x:127.0.0.1"}, {"--resolve", "a.test:80:::1"},
         {"--strict", "--lenient"},     {"--json=yes"},             {"--bogus"},
+        {"--max-pages", "0"},          {"--max-pages", "lots"},    {"--max-pages"},
         {"https://example.com/"},      {"example.com"},            {"http://a b/"},
     };
     for (const std::vector<std::string>& args : bad) {
@@ -139,6 +142,40 @@ TEST(CrawlReport, SaysWhenTheCrawlWasInterrupted) {
     const std::string text = format_text(report);
     EXPECT_NE(text.find("Interrupted after 3 URLs"), std::string::npos) << text;
     EXPECT_NE(text.find("Not finished: 7 URLs"), std::string::npos) << text;
+}
+
+TEST(CrawlReport, SaysWhenThePageLimitStoppedTheCrawlAndWhichPagesWereCut) {
+    CrawlReport report = sample_report();
+    report.max_pages = 3;
+    report.over_page_limit = 5;
+    report.body_cap = 4096;
+    report.fetches[0].num_over_page_limit = 5;
+    report.fetches[0].cut_at_body_cap = true;
+    const std::string text = format_text(report);
+    EXPECT_NE(text.find("http://h/          200  text/html utf-8  611 bytes, 2 links, 2 new, 5 over the page "
+                        "limit; cut at the body cap, later links not read\n"),
+              std::string::npos)
+        << text;
+    EXPECT_TRUE(text.ends_with("Failed: 1 (connect 1)\n"
+                               "Stopped by the page limit (--max-pages 3): 5 links to new URLs not followed\n"
+                               "Cut at the body cap (4096 bytes): 1 page, its later links not read\n"))
+        << text;
+
+    const Json json = parse_json(format_json(report));
+    EXPECT_EQ(json.at("max_pages").number, 3);
+    EXPECT_EQ(json.at("over_page_limit").number, 5);
+    EXPECT_EQ(json.at("body_cap").number, 4096);
+    EXPECT_EQ(json.at("cut_at_body_cap").number, 1);
+    EXPECT_EQ(json.at("fetches").items[0].at("num_over_page_limit").number, 5);
+    EXPECT_TRUE(json.at("fetches").items[0].at("cut_at_body_cap").boolean);
+    EXPECT_FALSE(json.at("fetches").items[1].at("cut_at_body_cap").boolean);
+}
+
+TEST(CrawlReport, SaysNothingOfLimitsThatStoppedNothing) {
+    const std::string text = format_text(sample_report());
+    EXPECT_EQ(text.find("page limit"), std::string::npos) << text;
+    EXPECT_EQ(text.find("body cap"), std::string::npos) << text;
+    EXPECT_EQ(parse_json(format_json(sample_report())).at("max_pages").type, Json::Type::null);
 }
 
 TEST(CrawlReport, JsonIsOneObjectWithTheSameFacts) {
@@ -299,6 +336,23 @@ TEST(CrawlBinary, ExitsOneWhenTheDescriptorLimitLeavesNoRoomForAConnection) {
     EXPECT_EQ(run.exit_status, 1);
     EXPECT_NE(run.err.find("leaves no descriptor for a connection"), std::string::npos) << run.err;
     EXPECT_EQ(run.out, "");
+}
+
+// A site without end (/deep/1 links /deep/2 ...) stops at --max-pages, and says why.
+TEST(CrawlBinary, StopsAnEndlessSiteAtMaxPagesAndSaysSo) {
+    testing::TestSite site;
+    for (int i = 1; i <= 50; ++i) site.add_page("/deep/" + std::to_string(i), {"/deep/" + std::to_string(i + 1)});
+    const BinaryRun text = run_crawl_binary({site.url("/deep/1"), "--max-pages", "5"});
+    EXPECT_EQ(text.exit_status, 0) << text.err;
+    EXPECT_NE(text.out.find("Finished 5 URLs"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("Stopped by the page limit (--max-pages 5): 1 link to new URLs not followed\n"),
+              std::string::npos)
+        << text.out;
+    const BinaryRun json = run_crawl_binary({site.url("/deep/1"), "--max-pages=7", "--json"});
+    EXPECT_EQ(json.exit_status, 0) << json.err;
+    EXPECT_EQ(parse_json(json.out).at("urls").number, 7);
+    EXPECT_EQ(parse_json(json.out).at("over_page_limit").number, 1);
+    EXPECT_EQ(site.total_requests(), 12u);
 }
 
 TEST(CrawlBinary, ExitsTwoOnBadUsage) {
