@@ -549,7 +549,8 @@ void LabServer::Impl::read_request(Connection& connection) {
 // (shutdown(SHUT_WR), `nc -N`) still reads, and is owed its answer. A FIN cannot tell that client
 // from one that closed and left, so both are answered when the answer is due; for one that left,
 // the send then fails (or its kernel resets the connection) and the connection is closed. The
-// cost is a descriptor held until then, for a wait the server itself chose.
+// cost is a descriptor held until then: at most the answer's wait (the delay, or /delay/MS, which
+// stops at 10 minutes).
 void LabServer::Impl::start_answer(Connection& connection, Answer answer) {
     connection.request = RequestParser();  // the head is answered; keep none of it
     connection.answer = std::move(answer);

@@ -99,7 +99,8 @@ struct CrawlerOptions {
     bool strict = true;             // which hosts are in scope: see Crawler::host_in_scope
     std::size_t max_redirect = 10;  // redirects followed from one URL found on a page
     std::size_t max_tries = 4;      // fetch attempts per URL when the connection fails
-    std::size_t max_tasks = 10;     // workers: at most this many fetches in flight
+    std::size_t max_tasks = 10;     // workers: at most this many fetches in flight (one socket each;
+                                    // the crawl program caps it at what the descriptor limit allows)
     Duration timeout = std::chrono::seconds(10);          // per fetch attempt
     Duration retry_delay = std::chrono::milliseconds(100);  // before the 2nd try; doubles up to 10 s or so
     // At most this many URLs are ever queued (the roots included); links and redirects found after
