@@ -76,6 +76,14 @@ static int parse_target(const char* url, struct target* target) {
     }
     if (*rest == '/') path = rest;
     else if (*rest != '\0') return -1;
+    /* The path goes into the request line as it is, and into the --json report: printable ASCII
+     * only (no space, no CR or LF to end the line early, no byte of 0x80 or more), and no '"' or
+     * backslash, which a URL never holds unencoded and which would end or escape the report's
+     * string. */
+    for (const char* c = path; *c != '\0'; ++c) {
+        const unsigned char byte = (unsigned char)*c;
+        if (byte <= ' ' || byte >= 0x7f || byte == '"' || byte == '\\') return -1;
+    }
 
     memset(&target->address, 0, sizeof target->address);
     struct sockaddr_in* v4 = (struct sockaddr_in*)&target->address;

@@ -14,7 +14,8 @@ struct yardstick_result {
     long long concurrency;               /* the limit in force: min(requests, concurrency or all) */
 };
 
-/* Makes `requests` GET requests to `url` (http://ADDR:PORT/PATH, ADDR numeric), at most
+/* Makes `requests` GET requests to `url` (http://ADDR:PORT/PATH, ADDR numeric, PATH printable
+ * ASCII without '"' or a backslash: percent-encode anything else), at most
  * `concurrency` at once (0: all at once), each on a connection of its own. It uses one slot per
  * descriptor number up to the current RLIMIT_NOFILE soft limit; raising it is the caller's job.
  * Returns 0 and fills `result`; -1 for a bad URL or arguments; -2 with errno set when there was no

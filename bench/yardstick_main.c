@@ -34,7 +34,9 @@ int main(int argc, char** argv) {
     struct yardstick_result result;
     int status = yardstick_run(url, requests, concurrency, &result);
     if (status == -1) {
-        fprintf(stderr, "yardstick: need N >= 0 and a URL with a numeric address, got '%s'\n", url);
+        fprintf(stderr,
+                "yardstick: need N >= 0 and a URL with a numeric address and a printable ASCII path, "
+                "got '%s'\n", url);
         return 2;
     }
     if (status != 0) {

@@ -105,18 +105,13 @@ struct FieldLine {
 };
 
 // Splits "name: value" and checks it; returns the error message, or "" when it is well formed.
-// `kind` is "header" or "trailer", for the message. Nothing is copied here: the caller copies the
+// `kind` is "header" or "trailer", for the message. A line that starts with whitespace is not
+// one: it continues the field line before it (see on_folded_line). Nothing is copied here: the caller copies the
 // fields it keeps, so a parser that keeps no headers reads a head without allocating.
 std::string parse_field_line(std::string_view line, std::string_view kind, FieldLine& field) {
     const auto bad = [&](const char* why) {
         return "bad " + std::string(kind) + " line (" + why + "): " + quoted(line);
     };
-    if (is_whitespace(line.front())) {
-        // Obsolete line folding: a line that continues the previous one. RFC 9112 5.2 lets a
-        // client replace it with a space, but nothing current sends it; rejecting is simpler
-        // and safer than guessing.
-        return "obsolete line folding in " + std::string(kind) + "s: " + quoted(line);
-    }
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos) return bad("no colon");
     const std::string_view name = line.substr(0, colon);
@@ -363,20 +358,42 @@ ResponseParser::Status ResponseParser::on_status_line(std::string_view line) {
     response_.status = code;
     response_.reason = std::string(reason);
     part_ = Part::header_line;
+    may_fold_ = false;  // a new head (the final one after a 1xx) starts without a field to continue
     return status_;
 }
 
 ResponseParser::Status ResponseParser::on_header_line(std::string_view line) {
+    if (is_whitespace(line.front())) return on_folded_line(line, "header");
     FieldLine field;
     if (std::string message = parse_field_line(line, "header", field); !message.empty()) {
         return fail(std::move(message));
     }
     // Headers not kept are still read up to the end of the head, for the two that frame the body.
-    if (!keep_headers_ && !equals_ignoring_case(field.name, "Content-Length") &&
-        !equals_ignoring_case(field.name, "Transfer-Encoding")) {
-        return status_;
-    }
+    fold_into_last_header_ = keep_headers_ || equals_ignoring_case(field.name, "Content-Length") ||
+                             equals_ignoring_case(field.name, "Transfer-Encoding");
+    may_fold_ = true;
+    if (!fold_into_last_header_) return status_;
     response_.headers.push_back(Header{std::string(field.name), std::string(field.value)});
+    return status_;
+}
+
+// Obsolete line folding (RFC 9112 5.2): a field line that starts with a space or a tab continues
+// the field line before it, as old servers wrote long values:
+//   X-Long: first part
+//     second part                 -> X-Long: first part second part
+// A user agent must replace each fold with a space and go on, so that is what we do. Every line
+// reaches here whole, so the result is the same however the bytes were split. Folding before the
+// first field line has nothing to continue: that is an error.
+ResponseParser::Status ResponseParser::on_folded_line(std::string_view line, std::string_view kind) {
+    if (!may_fold_) return fail("line folding before the first " + std::string(kind) + ": " + quoted(line));
+    const std::string_view more = trim(line);
+    if (std::any_of(more.begin(), more.end(), is_control)) {
+        return fail("bad " + std::string(kind) + " line (control character in the value): " + quoted(line));
+    }
+    if (!fold_into_last_header_ || more.empty()) return status_;  // a field not kept, or a blank fold
+    std::string& value = response_.headers.back().value;
+    if (!value.empty()) value += ' ';
+    value += more;
     return status_;
 }
 
@@ -494,6 +511,8 @@ ResponseParser::Status ResponseParser::on_chunk_size_line(std::string_view line)
         // The last chunk; the trailer section follows, ended by an empty line.
         part_ = Part::trailer;
         section_bytes_ = 0;
+        may_fold_ = false;
+        fold_into_last_header_ = false;  // trailer fields are never kept
         return status_;
     }
     remaining_ = size;
@@ -506,10 +525,12 @@ ResponseParser::Status ResponseParser::on_chunk_size_line(std::string_view line)
 // have been there from the start.
 ResponseParser::Status ResponseParser::on_trailer_line(std::string_view line) {
     if (line.empty()) return complete();
+    if (is_whitespace(line.front())) return on_folded_line(line, "trailer");
     FieldLine field;
     if (std::string message = parse_field_line(line, "trailer", field); !message.empty()) {
         return fail(std::move(message));
     }
+    may_fold_ = true;
     return status_;
 }
 

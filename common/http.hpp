@@ -79,6 +79,7 @@ private:
     Line collect_line(std::string_view& bytes, std::size_t max_bytes, std::string_view& line);
     Status on_status_line(std::string_view line);
     Status on_header_line(std::string_view line);
+    Status on_folded_line(std::string_view line, std::string_view kind);
     Status on_end_of_head();
     Status choose_framing();
     Status on_chunk_size_line(std::string_view line);
@@ -100,6 +101,8 @@ private:
     bool received_any_ = false;         // has any byte arrived at all?
     bool after_interim_ = false;        // was a 1xx response skipped?
     bool headers_done_ = false;
+    bool may_fold_ = false;               // the line before was a field line: a fold continues it
+    bool fold_into_last_header_ = false;  // and it is response_.headers.back(), so the fold is kept
     Response response_;
 };
 

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "common/utf8.hpp"
+
 namespace sixways {
 
 const Json* Json::find(std::string_view key) const {
@@ -108,7 +110,16 @@ private:
         std::string out;
         for (;;) {
             if (at_ >= text_.size()) fail("unterminated string");
-            const char c = text_[at_++];
+            const char c = text_[at_];
+            if (static_cast<unsigned char>(c) >= 0x80) {
+                // JSON text is UTF-8 (RFC 8259 8.1): a byte that is not part of it is an error.
+                const std::size_t length = utf8_sequence_length(text_.substr(at_));
+                if (length == 0) fail("a string is not valid UTF-8");
+                out += text_.substr(at_, length);
+                at_ += length;
+                continue;
+            }
+            ++at_;
             if (c == '"') return out;
             if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
             if (c != '\\') { out += c; continue; }

@@ -1,7 +1,7 @@
 // Just enough JSON to read the project's own reports back: the whole of RFC 8259's grammar, read into
 // a small tree. The tests use it to check that a stage's --json output is "exactly one JSON object"
 // and that a --trace file is valid; the compare tool uses it to read each stage's report. Strict on
-// purpose: anything more or less than one value is an error.
+// purpose: anything more or less than one value is an error, and so is a string that is not UTF-8.
 #pragma once
 
 #include <stdexcept>

@@ -5,7 +5,9 @@
 
 #include <sys/resource.h>
 
+#include <filesystem>
 #include <limits>
+#include <system_error>
 
 namespace sixways {
 
@@ -28,6 +30,18 @@ long raise_open_file_limit() {
         return std::numeric_limits<long>::max();
     }
     return static_cast<long>(limit.rlim_cur);
+}
+
+long open_descriptor_count() {
+    // Listing the directory opens a descriptor of its own, which the listing shows too.
+    namespace fs = std::filesystem;
+    std::error_code error;
+    long count = 0;
+    for (fs::directory_iterator at("/proc/self/fd", error); !error && at != fs::directory_iterator();
+         at.increment(error)) {
+        ++count;
+    }
+    return error ? -1 : count - 1;
 }
 
 }  // namespace sixways

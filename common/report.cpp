@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 #include <utility>
+
+#include "common/utf8.hpp"
 
 namespace sixways {
 
@@ -93,11 +96,25 @@ std::string json_number(double value, int decimals) {
 
 }  // namespace
 
-// A JSON string literal: quotes, backslashes and control characters escaped; other bytes (UTF-8)
-// pass through unchanged.
+// A JSON string literal: quotes, backslashes and control characters escaped, well-formed UTF-8
+// passed through, and every byte that is not part of well-formed UTF-8 replaced by U+FFFD, the
+// replacement character. JSON must be UTF-8, and a URL or an error message may hold any bytes a
+// server or a user put there; a reader that meets a stray 0xE9 may refuse the whole report.
 std::string json_string(const std::string& text) {
+    static constexpr std::string_view replacement_character = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
     std::string out = "\"";
-    for (char c : text) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (static_cast<unsigned char>(c) >= 0x80) {
+            const std::size_t length = utf8_sequence_length(std::string_view(text).substr(i));
+            if (length == 0) {
+                out += replacement_character;
+            } else {
+                out.append(text, i, length);
+                i += length - 1;
+            }
+            continue;
+        }
         switch (c) {
             case '"': out += "\\\""; break;
             case '\\': out += "\\\\"; break;

@@ -44,8 +44,9 @@ std::string format_error_counts(const Report& report);
 // Exactly one JSON object, no trailing newline.
 std::string format_json(const Report& report);
 
-// A JSON string literal: quotes, backslashes and control characters escaped; other bytes (UTF-8)
-// pass through unchanged. Used by the report and by the --trace writer.
+// A JSON string literal: quotes, backslashes and control characters escaped; well-formed UTF-8
+// passes through unchanged, and each byte that is not part of it becomes U+FFFD, so the result is
+// always valid JSON. Used by the report, the --trace writer and the crawler's report.
 std::string json_string(const std::string& text);
 
 }  // namespace sixways

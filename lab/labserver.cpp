@@ -8,7 +8,7 @@
 //
 // Every connection goes through these phases, in this order (see Phase below):
 //
-//   reading    until the request head is complete, or cannot be parsed
+//   reading    until the request head is complete, or cannot be parsed, or head_timeout passes
 //   waiting    until its timer fires (the delay); skipped when the answer has no wait
 //   writing    until every byte is sent; then the connection is closed: the normal end
 //   trickling  instead of writing, for /fault/trickle: one byte per timer
@@ -16,8 +16,8 @@
 //              until the client closes (or a timer fires)
 //
 // Level-triggered epoll. Each connection watches only what its phase needs (EPOLLIN while reading,
-// EPOLLOUT only after the kernel said EAGAIN while writing, EPOLLRDHUP while waiting, to notice a
-// client that gives up), and level-triggered means a handler may stop early (a write budget, one
+// EPOLLOUT only after the kernel said EAGAIN while writing, nothing but the errors epoll always
+// reports while waiting), and level-triggered means a handler may stop early (a write budget, one
 // read per event) without losing a wake-up: the kernel reports the socket again on the next
 // epoll_wait. Edge-triggered would save a few wake-ups but would oblige every handler to drain
 // its socket until EAGAIN, and a forgotten drain would hang a connection forever.
@@ -452,6 +452,10 @@ void LabServer::Impl::add_connection(int fd) {
     if (static_cast<std::size_t>(fd) >= connections.size()) connections.resize(fd + 1);
     connections[fd] = std::make_unique<Connection>();
     connections[fd]->fd = fd;
+    // The whole head must arrive within head_timeout. Without this bound a client that sends a
+    // byte now and then, or nothing at all, holds a descriptor for ever, and a few thousand such
+    // clients leave the server none to accept anyone else with ("slowloris").
+    set_timer(*connections[fd], options.head_timeout);
     std::lock_guard lock(stats_mutex);
     ++stats.accepted;
     ++stats.open_connections;
@@ -502,9 +506,9 @@ void LabServer::Impl::handle_event(Connection& connection, std::uint32_t events)
         case Phase::holding: discard_input(connection); break;
         case Phase::waiting:
         case Phase::trickling:
-            // Only EPOLLRDHUP, EPOLLHUP or EPOLLERR are watched now: the client closed or reset
-            // the connection while its answer was due, so nobody is left to answer.
-            if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) close_connection(connection);
+            // Nothing is watched now, and epoll reports only EPOLLHUP or EPOLLERR: the connection
+            // was reset while its answer was due, so nobody is left to answer.
+            if (events & (EPOLLHUP | EPOLLERR)) close_connection(connection);
             break;
     }
 }
@@ -538,12 +542,22 @@ void LabServer::Impl::read_request(Connection& connection) {
     }
 }
 
+// The head is read: the head timeout no longer applies (forgetting its timer cancels it).
+//
+// While the answer waits, the connection watches nothing, not even EPOLLRDHUP. A FIN from the
+// client means only that it will send nothing more: a client that half-closes after its request
+// (shutdown(SHUT_WR), `nc -N`) still reads, and is owed its answer. A FIN cannot tell that client
+// from one that closed and left, so both are answered when the answer is due; for one that left,
+// the send then fails (or its kernel resets the connection) and the connection is closed. The
+// cost is a descriptor held until then: at most the answer's wait (the delay, or /delay/MS, which
+// stops at 10 minutes).
 void LabServer::Impl::start_answer(Connection& connection, Answer answer) {
     connection.request = RequestParser();  // the head is answered; keep none of it
     connection.answer = std::move(answer);
+    connection.timer = 0;
     if (connection.answer.wait > Duration::zero()) {
         connection.phase = Phase::waiting;
-        watch(connection, EPOLLRDHUP);
+        watch(connection, 0);
         set_timer(connection, connection.answer.wait);
         return;
     }
@@ -557,7 +571,7 @@ void LabServer::Impl::begin_sending(Connection& connection) {
         const int on = 1;
         setsockopt(connection.fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
         connection.phase = Phase::trickling;
-        watch(connection, EPOLLRDHUP);
+        watch(connection, 0);  // as while waiting: a half-closed client still reads
         send_trickle_byte(connection);
         return;
     }
@@ -669,8 +683,8 @@ void LabServer::Impl::on_timer(Connection& connection) {
         case Phase::waiting: begin_sending(connection); break;
         case Phase::trickling: send_trickle_byte(connection); break;
         case Phase::holding: close_connection(connection); break;  // drain_limit has passed
-        case Phase::reading:
-        case Phase::writing: break;  // no timer is set in these phases
+        case Phase::reading: close_connection(connection); break;  // head_timeout has passed
+        case Phase::writing: break;  // no timer is set in this phase
     }
 }
 
@@ -701,7 +715,7 @@ void LabServer::Impl::watch(Connection& connection, std::uint32_t events) {
 
 void LabServer::Impl::set_timer(Connection& connection, Duration delay) {
     connection.timer = ++timer_sequence;
-    timers.push({Clock::now() + delay, connection.timer, connection.fd});
+    timers.push({deadline_after(Clock::now(), delay), connection.timer, connection.fd});
 }
 
 // Counts a request and returns its number, the X-Request-Id.

@@ -17,6 +17,9 @@ struct LabServerOptions {
     std::vector<std::string> hosts = {"127.0.0.1", "::1"};  // one listening socket each
     std::uint16_t port = 8080;                               // 0: a free port, the same on every host
     Duration delay = std::chrono::milliseconds(100);         // before each answer to a plain path
+    // From the connection's accept until its request head is complete; then the connection is
+    // closed. A client that never finishes its head must not hold a descriptor for ever.
+    Duration head_timeout = std::chrono::seconds(10);
 };
 
 struct LabStats {

@@ -1,4 +1,4 @@
-// labserver [--host ADDR]... [--port 8080] [--delay 100ms] [--help]
+// labserver [--host ADDR]... [--port 8080] [--delay 100ms] [--head-timeout 10s] [--help]
 //
 // The lab bench's server as a program: parse the options, bind, say where it listens, serve until
 // Ctrl-C (SIGINT) or SIGTERM, then exit 0.
@@ -22,7 +22,8 @@ using sixways::lab::LabServer;
 using sixways::lab::LabServerOptions;
 
 constexpr const char* usage =
-    "usage: labserver [--host ADDR]... [--port PORT] [--delay DURATION] [--help]\n"
+    "usage: labserver [--host ADDR]... [--port PORT] [--delay DURATION]\n"
+    "                 [--head-timeout DURATION] [--help]\n"
     "\n"
     "The lab bench's HTTP server: every answer to a plain path waits DURATION, and it is fast at\n"
     "everything else. Paths: /, /delay/MS, /bytes/N, /chunked/N, /redirect/K, /status/CODE,\n"
@@ -32,6 +33,9 @@ constexpr const char* usage =
     "                   (default: 127.0.0.1 and ::1)\n"
     "  --port PORT      the port on every host, 0 for a free one (default 8080)\n"
     "  --delay DURATION before each answer to a plain path: 2, 2.5s, 250ms (default 100ms)\n"
+    "  --head-timeout DURATION\n"
+    "                   close a connection whose request head is not complete this long\n"
+    "                   after it was accepted (default 10s)\n"
     "  --help           this text\n";
 
 // The signal handler may only do async-signal-safe things: LabServer::stop() is one write() to an
@@ -88,7 +92,7 @@ int main(int argc, char** argv) {
             name.resize(equals);
             has_value = true;
         }
-        if (name != "--host" && name != "--port" && name != "--delay") {
+        if (name != "--host" && name != "--port" && name != "--delay" && name != "--head-timeout") {
             return usage_error("unknown argument '" + args[i] + "'");
         }
         if (!has_value) {
@@ -104,11 +108,20 @@ int main(int argc, char** argv) {
             if (!parse_port(value, options.port)) {
                 return usage_error("--port takes a number from 0 to 65535, not '" + value + "'");
             }
-        } else {
+        } else if (name == "--delay") {
             try {
                 options.delay = sixways::parse_duration(value);
             } catch (const sixways::DurationError& error) {
                 return usage_error(std::string("--delay: ") + error.what());
+            }
+        } else {
+            try {
+                options.head_timeout = sixways::parse_duration(value);
+            } catch (const sixways::DurationError& error) {
+                return usage_error(std::string("--head-timeout: ") + error.what());
+            }
+            if (options.head_timeout <= sixways::Duration::zero()) {
+                return usage_error("--head-timeout must be more than 0, not '" + value + "'");
             }
         }
     }

@@ -235,6 +235,13 @@ Answer fault(std::string_view name, std::uint64_t id, bool head_only, std::strin
                "zz;this is not a chunk size\r\n" + echo_line(target, id) + "\r\n0\r\n\r\n";
         return answer;
     }
+    if (name == "folded-header") {
+        // Obsolete line folding (RFC 9112 5.2): header values continued on the next line, after a
+        // space or a tab, as servers of the 1990s wrote long values. A client must read each fold
+        // as one space: "X-Folded: first part second part third part".
+        return plain_text(200, id, head_only, target, "",
+                          "X-Folded: first part\r\n second part\r\n\t third part\r\n");
+    }
     if (name == "keep-open") {
         // A complete response without "Connection: close", and the connection stays open: the
         // client must stop at Content-Length instead of waiting for the close.
@@ -253,7 +260,7 @@ Answer fault(std::string_view name, std::uint64_t id, bool head_only, std::strin
     }
     return plain_text(404, id, head_only, target,
                       "unknown fault; known: reset close partial-headers trickle hang stall "
-                      "bad-status short-body big-headers bad-chunk keep-open no-body\n");
+                      "bad-status short-body big-headers bad-chunk keep-open no-body folded-header\n");
 }
 
 // ---- /site/... ----

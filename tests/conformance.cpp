@@ -437,7 +437,7 @@ TEST_P(Conformance, KeepsGoodRequestsGoodWhenMixedWithEveryFault) {
     server.start();
     // good, fault, good, fault, ..., good: a fault must not spill over onto its neighbours.
     // Trickle is left out: it takes about half a second by design, too close to this deadline.
-    std::vector<std::string> paths = {"/fault/keep-open", "/fault/no-body"};
+    std::vector<std::string> paths = {"/fault/keep-open", "/fault/no-body", "/fault/folded-header"};
     for (const BrokenFault& fault : broken_faults) paths.push_back("/fault/" + fault.name);
     std::vector<std::string> mixed;
     for (std::size_t i = 0; i < paths.size(); ++i) {
@@ -471,6 +471,22 @@ TEST_P(Conformance, KeepsGoodRequestsGoodWhenMixedWithEveryFault) {
             EXPECT_NE(result.response.body.find(mixed[i]), std::string::npos) << result.response.body;
         }
     }
+}
+
+TEST_P(Conformance, ReadsAFoldedHeaderAsOneValueJoinedBySpaces) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::vector<Result> results =
+        fetch(GetParam(), {request_for(server, "/fault/folded-header")}, with_timeout(5s));
+
+    ASSERT_EQ(results.size(), 1u);
+    const Result& result = results[0];
+    ASSERT_TRUE(result.ok()) << "RFC 9112 5.2: a user agent unfolds obs-fold, it does not refuse it: "
+                             << describe(result);
+    EXPECT_EQ(result.response.status, 200);
+    ASSERT_NE(result.response.header("X-Folded"), nullptr);
+    EXPECT_EQ(*result.response.header("X-Folded"), "first part second part third part");
+    EXPECT_EQ(result.response.body, "path=/fault/folded-header id=1\n");
 }
 
 // ---- Connecting ----

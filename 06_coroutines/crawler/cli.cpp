@@ -115,7 +115,8 @@ CrawlCli parse_crawl_cli(const std::vector<std::string>& args) {
         const std::size_t equals = arg.find('=');
         const std::string name = arg.substr(0, equals);
         const bool takes_value = name == "--max-tasks" || name == "--max-redirect" || name == "--max-tries" ||
-                                 name == "--exclude" || name == "--timeout" || name == "--resolve";
+                                 name == "--max-pages" || name == "--exclude" || name == "--timeout" ||
+                                 name == "--resolve";
         if (!takes_value) {
             if (equals != std::string::npos) throw UsageError("option " + name + " takes no value");
             if (name == "--json") {
@@ -143,6 +144,8 @@ CrawlCli parse_crawl_cli(const std::vector<std::string>& args) {
             cli.max_redirect = parse_number(value, name, 0, 1000);
         } else if (name == "--max-tries") {
             cli.max_tries = parse_number(value, name, 1, 100);
+        } else if (name == "--max-pages") {
+            cli.max_pages = parse_number(value, name, 1, 1'000'000'000);
         } else if (name == "--exclude") {
             try {
                 const std::regex check(value);  // compiled here only to report a bad one as bad usage
@@ -172,8 +175,8 @@ CrawlCli parse_crawl_cli(const std::vector<std::string>& args) {
 std::string crawl_usage() {
     return std::string(
                "usage: crawl [ROOT_URL ...] [--max-tasks 10] [--max-redirect 10] [--max-tries 4]\n"
-               "             [--exclude REGEX] [--strict|--lenient] [--timeout DURATION]\n"
-               "             [--resolve HOST:PORT:ADDR] [--json] [--help]\n"
+               "             [--max-pages N] [--exclude REGEX] [--strict|--lenient]\n"
+               "             [--timeout DURATION] [--resolve HOST:PORT:ADDR] [--json] [--help]\n"
                "\n"
                "Crawls a web site from each ROOT_URL (default ") +
            default_root +
@@ -185,6 +188,8 @@ std::string crawl_usage() {
            "  --max-tasks N       workers: at most N fetches in flight at once (default 10)\n"
            "  --max-redirect N    redirects followed from one URL (default 10)\n"
            "  --max-tries N       tries per URL when the connection fails (default 4)\n"
+           "  --max-pages N       queue at most N URLs, roots included (default: no limit); the\n"
+           "                      report says how many links the limit left unfollowed\n"
            "  --exclude REGEX     skip URLs this regular expression matches anywhere (ECMAScript)\n"
            "  --strict            follow only the roots' exact hosts (the default)\n"
            "  --lenient           also the root's domain (without \"www.\") and its subdomains\n"
@@ -197,9 +202,18 @@ std::string crawl_usage() {
            "Host names are resolved once, before the crawl starts (getaddrinfo blocks, and a\n"
            "blocked event loop stops every worker), so only the roots' hosts and --resolve hosts\n"
            "are ever fetched. Options that take a value also accept --name=value.\n"
-           "Exit status: 0 the crawl finished (the report lists pages that failed), 1 it could\n"
-           "not start (a root that does not resolve), 2 bad usage, 130 interrupted by Ctrl-C\n"
-           "(after printing what was done).\n";
+           "Workers are capped at what the descriptor limit allows (one socket each), with a\n"
+           "message on stderr.\n"
+           "Exit status: 0 the crawl finished and every URL got a response (of any status: a\n"
+           "404 is an answer), 1 some URLs got none after all their tries (the report lists them,\n"
+           "stderr says how many) or the crawl could not start (a root that does not resolve),\n"
+           "2 bad usage, 130 interrupted by Ctrl-C (after printing what was done).\n";
+}
+
+std::size_t workers_within_descriptor_limit(std::size_t wanted, long limit, long in_use) {
+    const long free_for_sockets = limit - (in_use < 0 ? 3 : in_use) - descriptor_reserve;
+    if (free_for_sockets <= 0) return 0;
+    return std::min(wanted, static_cast<std::size_t>(free_for_sockets));
 }
 
 namespace {
@@ -295,7 +309,22 @@ int run_crawl(int argc, char** argv) {
         std::fputs(crawl_usage().c_str(), stdout);
         return 0;
     }
-    raise_open_file_limit();  // up to max_tasks sockets at once
+    // Each worker holds a socket: 1000 workers under a limit of 64 descriptors would see most of
+    // their fetches fail with EMFILE. So the workers are capped at what the limit allows.
+    const long descriptor_limit = raise_open_file_limit();
+    const long descriptors_in_use = open_descriptor_count();
+    const std::size_t workers = workers_within_descriptor_limit(cli.max_tasks, descriptor_limit, descriptors_in_use);
+    if (workers == 0) {
+        std::fprintf(stderr, "crawl: the descriptor limit (%ld) leaves no descriptor for a connection\n",
+                     descriptor_limit);
+        return 1;
+    }
+    if (workers < cli.max_tasks) {
+        std::fprintf(stderr,
+                     "crawl: --max-tasks %zu is more than the descriptor limit allows (%ld, %ld in use): "
+                     "%zu workers\n",
+                     cli.max_tasks, descriptor_limit, descriptors_in_use, workers);
+    }
 
     // Resolve each root's host once, now, before the loop runs: getaddrinfo blocks, and blocking
     // inside the loop would stop every worker. A host given with --resolve is not looked up.
@@ -316,7 +345,8 @@ int run_crawl(int argc, char** argv) {
     options.strict = cli.strict;
     options.max_redirect = cli.max_redirect;
     options.max_tries = cli.max_tries;
-    options.max_tasks = cli.max_tasks;
+    options.max_pages = cli.max_pages;
+    options.max_tasks = workers;
     options.timeout = cli.timeout;
 
     try {
@@ -339,8 +369,15 @@ int run_crawl(int argc, char** argv) {
         const std::string output = cli.json ? format_json(report) + "\n" : format_text(report);
         std::fputs(output.c_str(), stdout);
         std::fflush(stdout);
-        if (!interrupted) return 0;
-        return 128 + (interrupts.signal() != 0 ? interrupts.signal() : SIGINT);
+        // A crawl where URLs failed must not look like a clean one to a script: it says so on
+        // stderr (the report may be JSON on a pipe) and exits 1.
+        const std::size_t failed = failed_urls(report);
+        if (failed > 0) {
+            std::fprintf(stderr, "crawl: %zu of %zu URLs failed (listed in the report)\n", failed,
+                         report.fetches.size());
+        }
+        if (interrupted) return 128 + (interrupts.signal() != 0 ? interrupts.signal() : SIGINT);
+        return failed > 0 ? 1 : 0;
     } catch (const std::exception& error) {
         std::fprintf(stderr, "crawl: %s\n", error.what());
         return 1;

@@ -1,8 +1,9 @@
 // The crawl program around the Crawler: the command line, resolving names before the loop starts,
 // Ctrl-C, the report. Not the lesson (crawler.cpp is); main.cpp is one call to run_crawl.
 //
-//   crawl [ROOT_URL ...] [--max-tasks 10] [--max-redirect 10] [--max-tries 4] [--exclude REGEX]
-//         [--strict|--lenient] [--timeout DURATION] [--resolve HOST:PORT:ADDR] [--json] [--help]
+//   crawl [ROOT_URL ...] [--max-tasks 10] [--max-redirect 10] [--max-tries 4] [--max-pages N]
+//         [--exclude REGEX] [--strict|--lenient] [--timeout DURATION] [--resolve HOST:PORT:ADDR]
+//         [--json] [--help]
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,7 @@ struct CrawlCli {
     std::size_t max_tasks = 10;
     std::size_t max_redirect = 10;
     std::size_t max_tries = 4;
+    std::size_t max_pages = 0;  // 0: no limit
     std::string exclude;
     bool strict = true;
     Duration timeout = std::chrono::seconds(10);
@@ -41,9 +43,21 @@ std::pair<std::string, std::vector<Address>> parse_resolve(const std::string& te
 
 std::string crawl_usage();
 
-// The whole program. Returns the exit status: 0 the crawl finished (some pages may have failed:
-// the report says which), 1 it could not run (a root that does not resolve), 2 bad usage,
-// 128 + the signal number (130 for Ctrl-C) when interrupted, after printing what it has.
+// Descriptors the crawl needs besides its workers' sockets: standard input, output and error are
+// counted as in use; this is the event loop's epoll instance, the signalfd that reads Ctrl-C, and
+// a few to spare.
+inline constexpr long descriptor_reserve = 8;
+
+// How many workers fit in the descriptor limit: each holds one socket at a time, and
+// `limit - in_use - descriptor_reserve` descriptors are free for them. `wanted` when that many
+// fit; 0 when not even one does. An `in_use` of -1 (unknown) counts as 3: stdin, stdout, stderr.
+std::size_t workers_within_descriptor_limit(std::size_t wanted, long limit, long in_use);
+
+// The whole program. Returns the exit status: 0 the crawl finished and every URL got a response
+// (of any status: a 404 is an answer), 1 some URLs got none after all their tries (the report
+// says which, and stderr how many) or the crawl could not start (a root that does not resolve),
+// 2 bad usage, 128 + the signal number (130 for Ctrl-C) when interrupted, after printing what it
+// has.
 int run_crawl(int argc, char** argv);
 
 }  // namespace sixways::crawler

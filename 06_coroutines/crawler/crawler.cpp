@@ -94,6 +94,7 @@ const char* to_string(Redirect redirect) {
         case Redirect::already_seen: return "already seen";
         case Redirect::limit_reached: return "redirect limit reached";
         case Redirect::out_of_scope: return "out of scope";
+        case Redirect::page_limit: return "page limit reached";
     }
     return "?";
 }
@@ -115,8 +116,15 @@ Crawler::Crawler(EventLoop& loop, CrawlerOptions options)
         }
     }
     // The roots are queued like any link (500 Lines does it in __init__ too), so that the first
-    // join() has something to wait for. A root is fetched even if `exclude` matches it.
-    for (const Url& root : options_.roots) add_url(root.to_string(), options_.max_redirect);
+    // join() has something to wait for. A root is fetched even if `exclude` matches it, but not
+    // past max_pages.
+    for (const Url& root : options_.roots) {
+        if (page_limit_reached() && !seen_urls_.contains(root.to_string())) {
+            ++over_page_limit_;
+            continue;
+        }
+        add_url(root.to_string(), options_.max_redirect);
+    }
 }
 
 // ---- The three coroutines ----
@@ -217,7 +225,12 @@ Coroutine<void> Crawler::fetch(std::string url, std::size_t redirects_left) {
     } else if (response.status == 200 && stat.content_type == "text/html") {
         // Only a successful HTML page is read for links (500 Lines does the same): text, JSON and
         // images have no links, and an error page's links are the site's navigation again.
-        follow_links(stat, response.body);
+        // A page longer than body_cap is read up to its last complete tag: a link cut in half
+        // would name a page that does not exist. The report says which pages were cut.
+        std::string_view html = response.body;
+        stat.cut_at_body_cap = response.body_bytes > response.body.size();
+        if (stat.cut_at_body_cap) html = html.substr(0, html.rfind('>') + 1);
+        follow_links(stat, html);
     }
     done_.push_back(std::move(stat));
 }
@@ -264,6 +277,9 @@ void Crawler::follow_redirect(FetchStatistic& stat, const std::string& location,
         stat.redirect = Redirect::already_seen;  // we have been down this path before
     } else if (redirects_left == 0) {
         stat.redirect = Redirect::limit_reached;
+    } else if (page_limit_reached()) {
+        stat.redirect = Redirect::page_limit;
+        ++over_page_limit_;
     } else {
         stat.redirect = Redirect::queued;
         add_url(*next, redirects_left - 1);
@@ -272,7 +288,7 @@ void Crawler::follow_redirect(FetchStatistic& stat, const std::string& location,
 
 // The links of an HTML page, each once, resolved against the page's URL; the new ones are queued
 // with a full allowance of redirects.
-void Crawler::follow_links(FetchStatistic& stat, const std::string& html) {
+void Crawler::follow_links(FetchStatistic& stat, std::string_view html) {
     std::set<std::string> links;
     for (const std::string& link : find_links(html)) {
         if (std::optional<std::string> url = url_to_follow(stat.url, link)) links.insert(std::move(*url));
@@ -280,6 +296,11 @@ void Crawler::follow_links(FetchStatistic& stat, const std::string& html) {
     stat.num_urls = links.size();
     for (const std::string& link : links) {
         if (seen_urls_.contains(link)) continue;
+        if (page_limit_reached()) {
+            ++stat.num_over_page_limit;
+            ++over_page_limit_;
+            continue;
+        }
         ++stat.num_new_urls;
         add_url(link, options_.max_redirect);
     }
@@ -289,6 +310,13 @@ void Crawler::follow_links(FetchStatistic& stat, const std::string& html) {
 void Crawler::add_url(const std::string& url, std::size_t redirects_left) {
     if (!seen_urls_.insert(url).second) return;
     queue_.put_nowait(QueueItem{url, redirects_left});  // the queue has no limit: never waits
+}
+
+// seen_urls holds every URL ever queued, so its size is the count max_pages limits. Once it is
+// reached nothing more is queued, and join() returns when the URLs queued so far are fetched:
+// the crawl ends as it always does, with no fetch cut off.
+bool Crawler::page_limit_reached() const {
+    return options_.max_pages != 0 && seen_urls_.size() >= options_.max_pages;
 }
 
 Duration Crawler::elapsed() const {

@@ -62,6 +62,7 @@ enum class Redirect {
     already_seen,    // the target was queued before (another redirect, or a link, led there)
     limit_reached,   // no redirects left: the target is not fetched
     out_of_scope,    // another host, another scheme, or excluded: not fetched
+    page_limit,      // max_pages URLs were queued already: the target is not fetched
 };
 const char* to_string(Redirect redirect);
 
@@ -79,6 +80,8 @@ struct FetchStatistic {
     std::string encoding;              // its charset parameter if there is one: "utf-8"
     std::size_t num_urls = 0;          // distinct links on the page that are in scope
     std::size_t num_new_urls = 0;      // of those, not seen before: queued by this page
+    std::size_t num_over_page_limit = 0;  // not seen before either, but not queued: max_pages
+    bool cut_at_body_cap = false;      // an HTML page longer than body_cap: links after it not read
 
     bool failed() const { return status == 0; }
 };
@@ -96,11 +99,16 @@ struct CrawlerOptions {
     bool strict = true;             // which hosts are in scope: see Crawler::host_in_scope
     std::size_t max_redirect = 10;  // redirects followed from one URL found on a page
     std::size_t max_tries = 4;      // fetch attempts per URL when the connection fails
-    std::size_t max_tasks = 10;     // workers: at most this many fetches in flight
+    std::size_t max_tasks = 10;     // workers: at most this many fetches in flight (one socket each;
+                                    // the crawl program caps it at what the descriptor limit allows)
     Duration timeout = std::chrono::seconds(10);          // per fetch attempt
     Duration retry_delay = std::chrono::milliseconds(100);  // before the 2nd try; doubles up to 10 s or so
-    // Body bytes kept per page for finding links (a longer page is counted, and read for links
-    // only this far).
+    // At most this many URLs are ever queued (the roots included); links and redirects found after
+    // that are counted, not followed, and the crawl ends once those URLs are fetched. 0: no limit.
+    // A site that makes up pages (a calendar, /deep/1 linking /deep/2 ...) never ends without one.
+    std::size_t max_pages = 0;
+    // Body bytes kept per page for finding links (a longer page is counted, read for links only
+    // this far, up to its last complete tag, and marked cut_at_body_cap).
     std::size_t body_cap = 4 * 1024 * 1024;
 };
 
@@ -133,6 +141,9 @@ public:
     std::size_t todo() const { return queue_.size() + busy_workers_; }
     // The most fetches that were in flight at once: never more than max_tasks.
     std::size_t most_in_flight() const { return most_in_flight_; }
+    // Links and redirect targets that were new but not queued because max_pages URLs had been:
+    // each counted once per page (or redirect) that found it. 0 when the limit did not stop anything.
+    std::size_t over_page_limit() const { return over_page_limit_; }
     // From the start of crawl() until join() returned (or until now, while it runs).
     Duration elapsed() const;
     const CrawlerOptions& options() const { return options_; }
@@ -147,8 +158,9 @@ private:
     Coroutine<void> fetch(std::string url, std::size_t redirects_left);
     Coroutine<Result> fetch_with_retries(Request request, FetchStatistic& stat);
     void follow_redirect(FetchStatistic& stat, const std::string& location, std::size_t redirects_left);
-    void follow_links(FetchStatistic& stat, const std::string& html);
+    void follow_links(FetchStatistic& stat, std::string_view html);
     void add_url(const std::string& url, std::size_t redirects_left);
+    bool page_limit_reached() const;
     bool allowed(const Url& url) const;
     bool host_in_scope(const Url& url) const;
     // The absolute URL of a link (or a Location) found at `base`, in normal form, if it is to be
@@ -164,6 +176,7 @@ private:
     std::size_t busy_workers_ = 0;
     std::size_t in_flight_ = 0;
     std::size_t most_in_flight_ = 0;
+    std::size_t over_page_limit_ = 0;
     Clock::time_point started_{};
     Clock::time_point finished_{};
 };

@@ -41,6 +41,10 @@ std::vector<std::string> find_links(std::string_view html);
 // at `base`. `base` must be absolute (it has a scheme). The result keeps the reference's fragment
 // (RFC 3986 does); the crawler drops it with without_fragment. Never throws: every string is a
 // reference of some kind, and what it resolves to is checked afterwards (parse_http_url).
+// Pages link to what is not quite a URL ("caf\xE9", "a b", "x|y"), so the path and the query of
+// the result are percent-encoded as a browser does (section 2.1): every byte but the unreserved
+// characters, the sub-delims, ':', '@', '/', '?' and an existing "%XX" becomes "%XX":
+//   resolve_reference("http://h/d/", "caf\xE9?q=a b")   -> "http://h/d/caf%E9?q=a%20b"
 std::string resolve_reference(std::string_view base, std::string_view reference);
 
 // RFC 3986, section 5.2.4: "/a/b/c/./../../g" -> "/a/g". Applied to the path of every resolved URL.

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <map>
 
+#include "common/report.hpp"
+
 namespace sixways::crawler {
 
 namespace {
@@ -25,11 +27,13 @@ struct Totals {
     std::map<int, std::size_t> statuses;
     std::map<std::string, std::size_t> errors;
     std::size_t failed = 0;
+    std::size_t cut_at_body_cap = 0;
 };
 
 Totals count(const CrawlReport& report) {
     Totals totals;
     for (const FetchStatistic& stat : report.fetches) {
+        if (stat.cut_at_body_cap) ++totals.cut_at_body_cap;
         if (stat.failed()) {
             ++totals.failed;
             ++totals.errors[stat.error_kind == ErrorKind::none ? "internal" : sixways::to_string(stat.error_kind)];
@@ -55,31 +59,18 @@ std::string describe(const FetchStatistic& stat) {
         if (stat.content_type == "text/html" && stat.status == 200) {
             text += ", " + std::to_string(stat.num_urls) + (stat.num_urls == 1 ? " link, " : " links, ") +
                     std::to_string(stat.num_new_urls) + " new";
+            if (stat.num_over_page_limit > 0) {
+                text += ", " + std::to_string(stat.num_over_page_limit) + " over the page limit";
+            }
+            if (stat.cut_at_body_cap) text += "; cut at the body cap, later links not read";
         }
     }
     if (stat.tries > 1) text += " (" + std::to_string(stat.tries) + " tries)";
     return text;
 }
 
-// A JSON string literal: quotes, backslashes and control characters escaped; other bytes as they
-// are (a URL or an error message is ASCII, or UTF-8 from the server).
-std::string json_string(const std::string& text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-            out += escaped;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
-
+// json_string (common/report.hpp) writes valid UTF-8 whatever the bytes: an error message or a
+// content type may quote what a server sent.
 std::string json_string_or_null(const std::string& text) { return text.empty() ? "null" : json_string(text); }
 
 }  // namespace
@@ -95,8 +86,13 @@ CrawlReport make_report(const Crawler& crawler, bool interrupted) {
     report.most_in_flight = crawler.most_in_flight();
     report.todo = crawler.todo();
     report.interrupted = interrupted;
+    report.max_pages = crawler.options().max_pages;
+    report.over_page_limit = crawler.over_page_limit();
+    report.body_cap = crawler.options().body_cap;
     return report;
 }
+
+std::size_t failed_urls(const CrawlReport& report) { return count(report).failed; }
 
 std::string format_text(const CrawlReport& report) {
     // Columns: the URL padded to the longest (up to a point: one very long URL should not push
@@ -138,7 +134,18 @@ std::string format_text(const CrawlReport& report) {
         first = false;
     }
     if (!totals.errors.empty()) out += ")";
-    return out + "\n";
+    out += "\n";
+    if (report.over_page_limit > 0) {
+        out += "Stopped by the page limit (--max-pages " + std::to_string(report.max_pages) + "): " +
+               std::to_string(report.over_page_limit) +
+               (report.over_page_limit == 1 ? " link" : " links") + " to new URLs not followed\n";
+    }
+    if (totals.cut_at_body_cap > 0) {
+        out += "Cut at the body cap (" + std::to_string(report.body_cap) + " bytes): " +
+               std::to_string(totals.cut_at_body_cap) +
+               (totals.cut_at_body_cap == 1 ? " page, its" : " pages, their") + " later links not read\n";
+    }
+    return out;
 }
 
 std::string format_json(const CrawlReport& report) {
@@ -165,7 +172,11 @@ std::string format_json(const CrawlReport& report) {
         out += (first ? "" : ", ") + json_string(kind) + ": " + std::to_string(number);
         first = false;
     }
-    out += "}, \"fetches\": [";
+    out += "}, \"max_pages\": " + (report.max_pages == 0 ? std::string("null") : std::to_string(report.max_pages));
+    out += ", \"over_page_limit\": " + std::to_string(report.over_page_limit);
+    out += ", \"body_cap\": " + std::to_string(report.body_cap);
+    out += ", \"cut_at_body_cap\": " + std::to_string(totals.cut_at_body_cap);
+    out += ", \"fetches\": [";
     first = true;
     for (const FetchStatistic& stat : report.fetches) {
         out += first ? "{" : ", {";
@@ -183,7 +194,9 @@ std::string format_json(const CrawlReport& report) {
         out += ", \"content_type\": " + json_string_or_null(stat.content_type);
         out += ", \"encoding\": " + json_string_or_null(stat.encoding);
         out += ", \"num_urls\": " + std::to_string(stat.num_urls);
-        out += ", \"num_new_urls\": " + std::to_string(stat.num_new_urls) + "}";
+        out += ", \"num_new_urls\": " + std::to_string(stat.num_new_urls);
+        out += ", \"num_over_page_limit\": " + std::to_string(stat.num_over_page_limit);
+        out += std::string(", \"cut_at_body_cap\": ") + (stat.cut_at_body_cap ? "true" : "false") + "}";
     }
     return out + "]}";
 }

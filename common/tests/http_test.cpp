@@ -152,6 +152,10 @@ std::vector<Sample> samples() {
         {"MissingCrlfAfterChunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello!\r\n0\r\n\r\n"},
         {"ShortBody", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this"},
         {"CutInHeaders", "HTTP/1.1 200 OK\r\nContent-Len"},
+        {"FoldedHeaders",
+         "HTTP/1.1 200 OK\r\nX-Long: first  \r\n  second\r\n\tthird\r\nContent-Length:\r\n 5\r\n\r\nhello"},
+        {"FoldedTrailer",
+         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nT: 1\r\n 2\r\n\r\n"},
         {"CutInChunkedBody", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"},
     };
 }
@@ -490,10 +494,49 @@ TEST(ResponseParser, RejectsControlCharactersInAHeaderValue) {
               "bad header line (control character in the value): \"X: a\\x7f\"");
 }
 
-TEST(ResponseParser, RejectsObsoleteLineFolding) {
-    EXPECT_EQ(error_for("HTTP/1.1 200 OK\r\nX-Long: a\r\n  continued\r\n\r\n"),
-              "obsolete line folding in headers: \"  continued\"");
-    EXPECT_EQ(error_for("HTTP/1.1 200 OK\r\n\tfolded: x\r\n\r\n"), "obsolete line folding in headers: \"\\tfolded: x\"");
+// RFC 9112 5.2: a user agent replaces each obs-fold (a line break followed by spaces or tabs)
+// with a space, and goes on.
+TEST(ResponseParser, UnfoldsObsoleteLineFoldingIntoOneSpace) {
+    const Outcome outcome = parse(sample("FoldedHeaders"));
+    ASSERT_EQ(outcome.status, Status::complete) << outcome.error;
+    ASSERT_EQ(outcome.headers.size(), 2u);
+    EXPECT_EQ(outcome.headers[0], std::make_pair(std::string("X-Long"), std::string("first second third")));
+    // The framing is read after unfolding: a Content-Length whose value is on the next line.
+    EXPECT_EQ(outcome.headers[1], std::make_pair(std::string("Content-Length"), std::string("5")));
+    EXPECT_EQ(outcome.body, "hello");
+}
+
+TEST(ResponseParser, UnfoldsAFramingHeaderEvenWhenNotKeepingHeaders) {
+    const Outcome outcome = parse({sample("FoldedHeaders")}, ResponseParser::default_body_cap, false);
+    ASSERT_EQ(outcome.status, Status::complete) << outcome.error;
+    EXPECT_TRUE(outcome.headers.empty());
+    EXPECT_EQ(outcome.body, "hello");
+}
+
+TEST(ResponseParser, UnfoldsEachHeadOnItsOwnAfterAnInterimResponse) {
+    const Outcome outcome = parse("HTTP/1.1 100 Continue\r\nX-A: 1\r\n\r\n"
+                                  "HTTP/1.1 200 OK\r\nX-A: 2\r\n 3\r\nContent-Length: 0\r\n\r\n");
+    ASSERT_EQ(outcome.status, Status::complete) << outcome.error;
+    ASSERT_EQ(outcome.headers.size(), 2u);
+    EXPECT_EQ(outcome.headers[0].second, "2 3");
+}
+
+TEST(ResponseParser, IgnoresABlankFoldAndAcceptsAFoldedTrailer) {
+    const Outcome outcome = parse("HTTP/1.1 200 OK\r\nX-A: a\r\n \t \r\nContent-Length: 0\r\n\r\n");
+    ASSERT_EQ(outcome.status, Status::complete) << outcome.error;
+    EXPECT_EQ(outcome.headers[0].second, "a");
+    const Outcome trailer = parse(sample("FoldedTrailer"));
+    ASSERT_EQ(trailer.status, Status::complete) << trailer.error;
+    EXPECT_EQ(trailer.body, "ok");
+}
+
+TEST(ResponseParser, RejectsAFoldWithNothingToContinueOrWithAControlCharacter) {
+    EXPECT_EQ(error_for("HTTP/1.1 200 OK\r\n\tfolded: x\r\n\r\n"),
+              "line folding before the first header: \"\\tfolded: x\"");
+    EXPECT_EQ(error_for("HTTP/1.1 200 OK\r\nX: a\r\n b\x7f\r\n\r\n"),
+              "bad header line (control character in the value): \" b\\x7f\"");
+    EXPECT_EQ(error_for("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n folded\r\n\r\n"),
+              "line folding before the first trailer: \" folded\"");
 }
 
 // ---- Response::header -------------------------------------------------------------------------
@@ -648,8 +691,6 @@ TEST(ResponseParser, RejectsChunkDataNotFollowedByALineEnd) {
 TEST(ResponseParser, RejectsABadTrailerLine) {
     EXPECT_EQ(error_for(chunked_head + "0\r\nno colon here\r\n\r\n"),
               "bad trailer line (no colon): \"no colon here\"");
-    EXPECT_EQ(error_for(chunked_head + "0\r\nA: 1\r\n folded\r\n\r\n"),
-              "obsolete line folding in trailers: \" folded\"");
 }
 
 TEST(ResponseParser, BoundsTheTrailer) {

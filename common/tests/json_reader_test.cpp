@@ -34,3 +34,14 @@ TEST(JsonReader, RejectsAnythingButExactlyOneValue) {
         EXPECT_THROW(parse_json(text), JsonError) << text;
     }
 }
+
+TEST(JsonReader, AcceptsUtf8AndRejectsStringsThatAreNotUtf8) {
+    EXPECT_EQ(parse_json("\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\"").string,
+              "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+    // Latin-1, a stray continuation byte, a byte never used, an overlong '/', a surrogate, past
+    // U+10FFFF, a sequence cut short by the closing quote.
+    for (const char* text : {"\"caf\xE9\"", "\"\x80\"", "\"\xFF\xFE\"", "\"\xC0\xAF\"", "\"\xED\xA0\x80\"",
+                             "\"\xF4\x90\x80\x80\"", "\"\xE2\x82\""}) {
+        EXPECT_THROW(parse_json(text), JsonError) << text;
+    }
+}

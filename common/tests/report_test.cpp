@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/json_reader.hpp"
+
 namespace sixways {
 namespace {
 
@@ -261,6 +263,18 @@ TEST(Report, JsonEscapesStrings) {
     std::string json = format_json(report);
     EXPECT_THAT(json, HasSubstr("\"stage\":\"a\\\"b\\\\c\\nd\\te\\u0001\""));
     EXPECT_THAT(json, HasSubstr("\"url\":\"http://h/caf\xc3\xa9\""));
+}
+
+TEST(Report, JsonReplacesBytesThatAreNotUtf8AndStaysReadable) {
+    Report report = design_example();
+    // Latin-1 'é', two bytes never used in UTF-8, an overlong '/', a surrogate, then good UTF-8.
+    report.url = "http://h/caf\xE9/\xFF\xFE/\xC0\xAF/\xED\xA0\x80/\xE2\x82\xAC";
+    const std::string json = format_json(report);
+    const std::string replacement = "\xEF\xBF\xBD";
+    EXPECT_THAT(json, HasSubstr("\"url\":\"http://h/caf" + replacement + "/" + replacement + replacement + "/" +
+                                replacement + replacement + "/" + replacement + replacement + replacement +
+                                "/\xE2\x82\xAC\""));
+    EXPECT_EQ(parse_json(json).at("url").string.substr(0, 12), "http://h/caf");
 }
 
 TEST(Report, JsonKeepsMicrosecondsOfWallAndCpuTime) {

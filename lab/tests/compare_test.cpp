@@ -551,6 +551,21 @@ TEST(RunToEnd, SaysWhenAProgramCannotBeStarted) {
     EXPECT_EQ(run.describe(seconds(30)), "could not start: execv: No such file or directory");
 }
 
+// ---- The yardstick's URL ----
+
+// Its path goes into the request line and the --json report as it is: a byte that would break
+// either is refused as bad usage (exit 2) before any connection.
+TEST(YardstickBinary, RefusesAPathThatIsNotPrintableAsciiOrHoldsAQuoteOrABackslash) {
+    const std::filesystem::path yardstick = std::filesystem::path(COMPARE_BINARY).parent_path() / "yardstick";
+    if (!std::filesystem::exists(yardstick)) GTEST_SKIP() << "yardstick is not built next to compare";
+    for (const std::string path : {"/caf\xE9", "/\xFF\xFE", "/a\"b", "/a\\b", "/a b", "/a\tb"}) {
+        const ChildOutcome run = run_to_end({yardstick.string(), "1", "--url", "http://127.0.0.1:1" + path, "--json"},
+                                            seconds(30), -1);
+        EXPECT_EQ(run.exit_code, 2) << path << ": " << run.out << run.err;
+        EXPECT_EQ(run.out, "") << path;
+    }
+}
+
 // ---- The real program, once, small ----
 
 // Two stages, N = 2, no delay: the table, the CSV and the plot come out, and the server is gone.

@@ -187,10 +187,20 @@ TEST_F(Faults, NoBodySends204AndKeepsTheSocketOpen) {
     EXPECT_TRUE(server_closes_all_connections());
 }
 
+TEST_F(Faults, FoldedHeaderContinuesAHeaderOnTheNextTwoLines) {
+    const ReadResult result = ask("folded-header")->read_to_end();
+    EXPECT_TRUE(result.closed);
+    EXPECT_TRUE(result.bytes.starts_with("HTTP/1.1 200 OK\r\n"));
+    EXPECT_NE(result.bytes.find("\r\nX-Folded: first part\r\n second part\r\n\t third part\r\n"), std::string::npos)
+        << result.bytes;
+    EXPECT_TRUE(result.bytes.ends_with("\r\n\r\npath=/fault/folded-header id=1\n")) << result.bytes;
+}
+
 TEST_F(Faults, AnUnknownFaultIsA404ThatListsTheKnownOnes) {
     const test::Reply reply = test::fetch(server->port(), "/fault/gremlins");
     EXPECT_EQ(reply.status, 404) << reply.error;
     EXPECT_NE(reply.body.find("keep-open"), std::string::npos);
+    EXPECT_NE(reply.body.find("folded-header"), std::string::npos);
 }
 
 }  // namespace

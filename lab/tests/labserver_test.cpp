@@ -266,8 +266,10 @@ TEST(LabServer, ClosesConnectionsWhoseClientVanishedMidRequest) {
     EXPECT_EQ(fetch(server->port(), "/").status, 200);
 }
 
-TEST(LabServer, ClosesAConnectionWhoseClientLeavesDuringTheDelay) {
-    auto server = start_server(60s);
+// A FIN cannot tell a client that left from one that half-closed and still reads: both are
+// answered when the answer is due, and the connection then closes.
+TEST(LabServer, ClosesAConnectionWhoseClientLeftDuringTheDelayOnceTheAnswerIsDue) {
+    auto server = start_server(300ms);
     {
         Client client("127.0.0.1", server->port());
         client.send(test::request_text("/patient"));
@@ -275,6 +277,69 @@ TEST(LabServer, ClosesAConnectionWhoseClientLeavesDuringTheDelay) {
         EXPECT_EQ(server->stats().open_connections, 1u);
     }
     EXPECT_TRUE(eventually([&] { return server->stats().open_connections == 0; }));
+}
+
+TEST(LabServer, ClosesAConnectionWhoseClientResetsDuringTheDelayAtOnce) {
+    auto server = start_server(60s);
+    {
+        Client client("127.0.0.1", server->port());
+        client.send(test::request_text("/patient"));
+        ASSERT_TRUE(eventually([&] { return server->stats().requests == 1; }));
+        const linger abort{1, 0};
+        setsockopt(client.fd(), SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+    }
+    EXPECT_TRUE(eventually([&] { return server->stats().open_connections == 0; }));
+}
+
+// shutdown(SHUT_WR) after the request (what `nc -N` does) says "no more requests", not "gone": the
+// client still reads, and gets its answer after the delay, or slowly from /fault/trickle.
+TEST(LabServer, AnswersAClientThatHalfClosedAfterItsRequest) {
+    auto server = start_server(200ms);
+    for (const std::string target : {"/half-closed", "/fault/trickle"}) {
+        SCOPED_TRACE(target);
+        Client client("127.0.0.1", server->port());
+        client.send(test::request_text(target));
+        ASSERT_EQ(shutdown(client.fd(), SHUT_WR), 0);
+        const test::ReadResult result = client.read_to_end();
+        EXPECT_TRUE(result.closed);
+        const Reply reply = test::parse_reply(result.bytes);
+        EXPECT_EQ(reply.status, 200) << reply.error;
+        EXPECT_TRUE(reply.body.starts_with("path=" + target + " id=")) << reply.body;
+    }
+}
+
+LabServerOptions with_head_timeout(Duration head_timeout) {
+    LabServerOptions options;
+    options.hosts = {"127.0.0.1"};
+    options.port = 0;
+    options.delay = 0ms;
+    options.head_timeout = head_timeout;
+    return options;
+}
+
+// Without a bound, a client that trickles its head (or sends nothing) holds a descriptor for ever,
+// and enough of them leave the server none to accept anyone else with.
+TEST(LabServer, ClosesAConnectionWhoseHeadIsNotCompleteWhenTheHeadTimeoutPasses) {
+    LabServer server(with_head_timeout(200ms));
+    server.start();
+    Client silent("127.0.0.1", server.port());
+    Client slow("127.0.0.1", server.port());
+    slow.send("GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n");  // the blank line never comes
+    for (Client* client : {&silent, &slow}) {
+        const test::ReadResult result = client->read_to_end();  // gives up after 2 s
+        EXPECT_TRUE(result.closed) << "still open: error " << result.error;
+        EXPECT_EQ(result.bytes, "");
+    }
+    EXPECT_TRUE(eventually([&] { return server.stats().open_connections == 0; }));
+    EXPECT_EQ(server.stats().requests, 0u);
+    // The timeout runs from the accept to the end of the head only: a slow answer is not cut.
+    EXPECT_EQ(fetch(server.port(), "/delay/400").status, 200);
+}
+
+TEST(LabServer, TakesAHeadTimeoutTooLongToAddToTheClockAsNeverForAWhile) {
+    LabServer server(with_head_timeout(Duration::max()));
+    server.start();
+    EXPECT_EQ(fetch(server.port(), "/").status, 200);
 }
 
 TEST(LabServer, RunReturnsWhenStopIsCalledFromAnotherThread) {

@@ -157,7 +157,7 @@ TEST(LabServerProgram, ExitsWith2AndSaysWhyForBadArguments) {
     for (const std::vector<std::string>& args :
          {std::vector<std::string>{"--port", "70000"}, {"--port", "-1"}, {"--port"},
           {"--delay", "soon"}, {"--delay", "-1s"}, {"--host", "localhost"}, {"--verbose"},
-          {"extra"}}) {
+          {"--head-timeout", "0"}, {"--head-timeout", "soon"}, {"--head-timeout"}, {"extra"}}) {
         Child child(args);
         EXPECT_EQ(child.wait_for_exit(), 2) << args[0];
         EXPECT_EQ(child.rest_of_stdout(), "") << args[0];
@@ -168,7 +168,27 @@ TEST(LabServerProgram, ExitsWith2AndSaysWhyForBadArguments) {
 TEST(LabServerProgram, PrintsUsageForHelp) {
     Child child({"--help"});
     EXPECT_EQ(child.wait_for_exit(), 0);
-    EXPECT_TRUE(child.rest_of_stdout().starts_with("usage: labserver"));
+    const std::string usage = child.rest_of_stdout();
+    EXPECT_TRUE(usage.starts_with("usage: labserver"));
+    EXPECT_NE(usage.find("--head-timeout"), std::string::npos);
+}
+
+// Clients that connect and never send their head take every descriptor the server has (32 here,
+// room for about 25 connections); the head timeout closes them, so the one behind them in the
+// listen queue is answered. Without it, that client would wait for ever.
+TEST(LabServerProgram, ClosesSilentConnectionsAfterTheHeadTimeoutSoOthersGetServed) {
+    Child child({"--port", "0", "--host", "127.0.0.1", "--delay", "0", "--head-timeout", "300ms"}, 32);
+    const std::uint16_t port = port_from(child.first_line());
+    ASSERT_NE(port, 0);
+    std::vector<std::unique_ptr<test::Client>> silent;
+    for (int i = 0; i < 40; ++i) silent.push_back(std::make_unique<test::Client>("127.0.0.1", port, 1000ms));
+
+    test::Client patient("127.0.0.1", port, 10'000ms);
+    patient.send(test::request_text("/after-the-silent-ones"));
+    EXPECT_EQ(test::parse_reply(patient.read_to_end().bytes).status, 200);
+    for (auto& client : silent) EXPECT_TRUE(client->read_to_end().closed);
+    kill(child.pid(), SIGTERM);
+    EXPECT_EQ(child.wait_for_exit(), 0);
 }
 
 TEST(LabServerProgram, ExitsWith1WhenItsPortIsTaken) {

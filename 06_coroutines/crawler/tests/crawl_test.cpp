@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "06_coroutines/crawler/crawler.hpp"
+#include "06_coroutines/crawler/report.hpp"
 #include "06_coroutines/crawler/tests/test_site.hpp"
 #include "06_coroutines/task.hpp"
+#include "common/json_reader.hpp"
 
 namespace sixways::crawler {
 namespace {
@@ -198,6 +200,102 @@ TEST(Crawl, ReadsLinksOnlyInHtmlPages) {
     EXPECT_EQ(crawl.stat("/untyped").num_urls, 0u);
     EXPECT_EQ(site.requests_for("/real"), 1u);
     for (const char* secret : {"/secret-1", "/secret-2", "/secret-3"}) EXPECT_EQ(site.requests_for(secret), 0u);
+}
+
+// Pages link to bytes no URL may hold (Latin-1, broken UTF-8, spaces): they are percent-encoded
+// before they are fetched, so every request line is printable ASCII, and the JSON report is valid.
+TEST(Crawl, PercentEncodesLinksWithRawBytesAndReportsThemInValidJson) {
+    TestSite site;
+    site.add_page("/", {"/caf\xE9", "/x\xFF\xFE", "/sp ace?q=a b", "/moved"});
+    site.add_redirect("/moved", "/caf\xC3\xA9");
+    site.add_page("/caf%E9", {});
+    site.add_page("/x%FF%FE", {});
+    Crawl crawl(site, {site.url("/")});
+    crawl.run();
+    for (const std::string& request : site.requests()) {
+        const std::string target = request.substr(request.find(' ') + 1);
+        EXPECT_TRUE(std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
+            << "not printable ASCII: " << target;
+    }
+    EXPECT_EQ(site.requests_for("/caf%E9"), 1u);
+    EXPECT_EQ(site.requests_for("/x%FF%FE"), 1u);
+    EXPECT_EQ(site.requests_for("/sp%20ace?q=a%20b"), 1u);
+    EXPECT_EQ(site.requests_for("/caf%C3%A9"), 1u);
+    EXPECT_EQ(crawl.stat("/moved").next_url, site.url("/caf%C3%A9"));
+    EXPECT_EQ(crawl.done().size(), 6u);
+
+    const Json json = parse_json(format_json(make_report(*crawl.crawler, false)));  // throws if not UTF-8
+    EXPECT_EQ(json.at("urls").number, 6);
+    EXPECT_EQ(json.at("fetches").items[1].at("url").string, site.url("/caf%C3%A9"));
+}
+
+// A site that makes up pages (/deep/1 links /deep/2, and so on) never ends on its own.
+TEST(Crawl, QueuesNoMoreThanMaxPagesUrlsAndCountsTheLinksItLeft) {
+    TestSite site;
+    for (int i = 1; i <= 30; ++i) site.add_page("/deep/" + std::to_string(i), {"/deep/" + std::to_string(i + 1)});
+    Crawl crawl(site, {site.url("/deep/1")});
+    crawl.options.max_pages = 10;
+    crawl.run();
+    EXPECT_FALSE(crawl.interrupted);
+    EXPECT_EQ(crawl.done().size(), 10u);
+    EXPECT_EQ(site.total_requests(), 10u);
+    EXPECT_EQ(site.requests_for("/deep/10"), 1u);
+    EXPECT_EQ(site.requests_for("/deep/11"), 0u);
+    EXPECT_EQ(crawl.stat("/deep/10").num_new_urls, 0u);
+    EXPECT_EQ(crawl.stat("/deep/10").num_over_page_limit, 1u);
+    EXPECT_EQ(crawl.crawler->over_page_limit(), 1u);
+    EXPECT_EQ(crawl.crawler->todo(), 0u);
+}
+
+TEST(Crawl, CountsEveryNewLinkAndRedirectThePageLimitLeftUnfollowed) {
+    TestSite site;
+    std::vector<std::string> links = {"/moved"};
+    for (int i = 0; i < 20; ++i) links.push_back("/page/" + std::to_string(i));
+    site.add_page("/", links);
+    site.add_redirect("/moved", "/target");
+    for (int i = 0; i < 20; ++i) site.add_page("/page/" + std::to_string(i), {"/", "/page/0"});
+    Crawl crawl(site, {site.url("/")});
+    crawl.options.max_pages = 2;  // the root and the first link in order: "/moved"
+    crawl.run();
+    EXPECT_EQ(crawl.done().size(), 2u);
+    EXPECT_EQ(crawl.stat("/").num_urls, 21u);
+    EXPECT_EQ(crawl.stat("/").num_new_urls, 1u);
+    EXPECT_EQ(crawl.stat("/").num_over_page_limit, 20u);
+    EXPECT_EQ(crawl.stat("/moved").redirect, Redirect::page_limit);
+    EXPECT_EQ(site.requests_for("/target"), 0u);
+    EXPECT_EQ(crawl.crawler->over_page_limit(), 21u);
+}
+
+TEST(Crawl, WithoutAPageLimitCountsNothingOverIt) {
+    TestSite site;
+    site.add_page("/", {"/a"});
+    site.add_page("/a", {"/"});
+    Crawl crawl(site, {site.url("/")});
+    crawl.run();
+    EXPECT_EQ(crawl.done().size(), 2u);
+    EXPECT_EQ(crawl.crawler->over_page_limit(), 0u);
+}
+
+// A page longer than body_cap is read for links only that far, up to its last complete tag (a
+// link cut in half names a page that does not exist), and says it was cut.
+TEST(Crawl, ReadsAPageCutAtTheBodyCapUpToItsLastCompleteTagAndSaysSo) {
+    TestSite site;
+    const std::string early = R"(<a href="/early">early</a>)";
+    const std::string cut_link = "<a href=/partial-link-cut-by-the-cap>";
+    std::string body = early + std::string(100 - early.size() - 10, ' ') + cut_link;  // the cap falls in it
+    body += std::string(300, ' ') + R"(<a href="/late">late</a>)";
+    site.add("/", Page{.body = body});
+    site.add_page("/early", {});
+    site.add_page("/small", {});
+    Crawl crawl(site, {site.url("/"), site.url("/small")});
+    crawl.options.body_cap = 100;
+    crawl.run();
+    EXPECT_EQ(site.requests_for("/early"), 1u);
+    EXPECT_EQ(site.requests_for("/late"), 0u);
+    EXPECT_EQ(site.total_requests(), 3u) << "a link cut in half was followed";
+    EXPECT_TRUE(crawl.stat("/").cut_at_body_cap);
+    EXPECT_EQ(crawl.stat("/").size, body.size());
+    EXPECT_FALSE(crawl.stat("/small").cut_at_body_cap);
 }
 
 TEST(Crawl, RecordsTheSizeOfEachBody) {

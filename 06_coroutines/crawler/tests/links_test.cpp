@@ -133,6 +133,29 @@ TEST(ResolveReference, PutsASlashBeforeARelativePathWhenTheBaseHasNoPath) {
     EXPECT_EQ(resolve_reference("http://h", "?q"), "http://h?q");
 }
 
+TEST(ResolveReference, PercentEncodesWhatAPathOrQueryMayNotHold) {
+    const std::string base = "http://h/dir/page";
+    const std::vector<std::pair<std::string, std::string>> examples = {
+        {"caf\xE9", "http://h/dir/caf%E9"},  // Latin-1
+        {"caf\xC3\xA9", "http://h/dir/caf%C3%A9"},  // UTF-8
+        {"/x\xFF\xFE", "http://h/x%FF%FE"},
+        {"/sp ace?q=a b", "http://h/sp%20ace?q=a%20b"},
+        {"/\"<>\\^`{|}", "http://h/%22%3C%3E%5C%5E%60%7B%7C%7D"},
+        {"/tab\there\x7f", "http://h/tab%09here%7F"},
+        {"/ok%20already%e9", "http://h/ok%20already%e9"},  // encoded once is enough
+        {"/100%?p=%zz%", "http://h/100%25?p=%25zz%25"},   // a '%' that starts no "%XX"
+        {"/keep-._~!$&'()*+,;=:@/?a=/?:@", "http://h/keep-._~!$&'()*+,;=:@/?a=/?:@"},
+        {"/[x]", "http://h/%5Bx%5D"},
+        {"?q=\xE9", "http://h/dir/page?q=%E9"},
+        {"//other.test/\xE9", "http://other.test/%E9"},
+    };
+    for (const auto& [reference, expected] : examples) {
+        EXPECT_EQ(resolve_reference(base, reference), expected) << reference;
+    }
+    // The fragment is not sent, and the crawler drops it: it is left as it is.
+    EXPECT_EQ(resolve_reference(base, "a#\xE9 x"), "http://h/dir/a#\xE9 x");
+}
+
 TEST(RemoveDotSegments, FollowsTheRfcsOwnExamples) {
     EXPECT_EQ(remove_dot_segments("/a/b/c/./../../g"), "/a/g");
     EXPECT_EQ(remove_dot_segments("mid/content=5/../6"), "mid/6");
