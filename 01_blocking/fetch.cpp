@@ -21,6 +21,8 @@
 //      hold the program forever. Each request has a deadline, and every blocking call is allowed
 //      only the time that is left before it.
 //   3. send() may take only part of what it is given. We call it until all of it is sent.
+//   4. send() to a peer that has closed its end raises SIGPIPE, whose default action ends the whole
+//      program. We send with MSG_NOSIGNAL, and get an EPIPE error for that request instead.
 //
 // Stage 02 keeps this code as it is and runs many copies of it at once, one per thread.
 
@@ -200,7 +202,7 @@ bool limit_to_time_left(int fd, int option, Clock::time_point deadline) {
     const Duration left = deadline - Clock::now();
     if (left <= Duration::zero()) return false;
     // A timeout of zero means "wait forever", so what is left is rounded up, never down to zero.
-    // (The kernel rounds it up again, to its clock tick of a few milliseconds.)
+    // (The kernel's timer is coarser still: a few ms late for short waits, tens of ms for long ones.)
     const auto micros = std::chrono::ceil<std::chrono::microseconds>(left).count();
     const timeval limit{static_cast<time_t>(micros / 1'000'000),
                         static_cast<suseconds_t>(micros % 1'000'000)};
