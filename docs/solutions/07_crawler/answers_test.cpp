@@ -230,6 +230,29 @@ TEST(PerHostLimit, ACrawlCancelledWhileWorkersWaitForASlotStopsCleanly) {
     EXPECT_EQ(site.most_in_flight(), 1u);
 }
 
+// The copy keeps the original's page limit. With one worker the queue is served in order: "/",
+// then "/a" (which queues "/b", the 4th URL), then "/r", whose target "/s" is over the limit. "/b"
+// is at the depth limit, so its link to "/c" is not read, and not counted over the page limit.
+TEST(Copy, KeepsTheOriginalsPageLimitBesideTheDepthLimit) {
+    TestSite site;
+    add_deep_site(site);
+    Crawl crawl(site);
+    crawl.options.max_tasks = 1;
+    crawl.options.max_depth = 2;
+    crawl.options.max_pages = 4;
+    crawl.run();
+    const std::map<std::string, std::size_t> expected = {{"/", 0}, {"/a", 1}, {"/b", 2}, {"/r", 1}};
+    EXPECT_EQ(crawl.depths(site), expected);
+    EXPECT_EQ(site.total_requests(), 4u);
+    EXPECT_EQ(site.requests_for("/s"), 0u);
+    EXPECT_EQ(crawl.crawler->over_page_limit(), 1u);
+    for (const answers::FetchStatistic& stat : crawl.crawler->done()) {
+        if (stat.url == site.url("/r")) {
+            EXPECT_EQ(stat.redirect, Redirect::page_limit);
+        }
+    }
+}
+
 TEST(Copy, WithNeitherLimitItStillFindsTheLabSitesThirtyTwoUrlsEachOnce) {
     lab::LabServerOptions server_options;
     server_options.hosts = {"127.0.0.1"};

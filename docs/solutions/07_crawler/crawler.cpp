@@ -100,8 +100,15 @@ Crawler::Crawler(EventLoop& loop, CrawlerOptions options)
         }
     }
     // The roots are queued like any link (500 Lines does it in __init__ too), so that the first
-    // join() has something to wait for. A root is fetched even if `exclude` matches it.
-    for (const Url& root : options_.roots) add_url(root.to_string(), options_.max_redirect, 0);  // Exercise 3: depth 0
+    // join() has something to wait for. A root is fetched even if `exclude` matches it, but not
+    // past max_pages.
+    for (const Url& root : options_.roots) {
+        if (page_limit_reached() && !seen_urls_.contains(root.to_string())) {
+            ++over_page_limit_;
+            continue;
+        }
+        add_url(root.to_string(), options_.max_redirect, 0);  // Exercise 3: depth 0
+    }
 }
 
 // ---- The three coroutines ----
@@ -203,7 +210,12 @@ Coroutine<void> Crawler::fetch(std::string url, std::size_t redirects_left, std:
     } else if (response.status == 200 && stat.content_type == "text/html") {
         // Only a successful HTML page is read for links (500 Lines does the same): text, JSON and
         // images have no links, and an error page's links are the site's navigation again.
-        follow_links(stat, response.body);
+        // A page longer than body_cap is read up to its last complete tag: a link cut in half
+        // would name a page that does not exist. The report says which pages were cut.
+        std::string_view html = response.body;
+        stat.cut_at_body_cap = response.body_bytes > response.body.size();
+        if (stat.cut_at_body_cap) html = html.substr(0, html.rfind('>') + 1);
+        follow_links(stat, html);
     }
     done_.push_back(std::move(stat));
 }
@@ -262,6 +274,9 @@ void Crawler::follow_redirect(FetchStatistic& stat, const std::string& location,
         stat.redirect = Redirect::already_seen;  // we have been down this path before
     } else if (redirects_left == 0) {
         stat.redirect = Redirect::limit_reached;
+    } else if (page_limit_reached()) {
+        stat.redirect = Redirect::page_limit;
+        ++over_page_limit_;
     } else {
         stat.redirect = Redirect::queued;
         // Exercise 3: a redirect's target keeps the depth of the URL that redirected: it is the
@@ -272,7 +287,7 @@ void Crawler::follow_redirect(FetchStatistic& stat, const std::string& location,
 
 // The links of an HTML page, each once, resolved against the page's URL; the new ones are queued
 // with a full allowance of redirects.
-void Crawler::follow_links(FetchStatistic& stat, const std::string& html) {
+void Crawler::follow_links(FetchStatistic& stat, std::string_view html) {
     std::set<std::string> links;
     for (const std::string& link : find_links(html)) {
         if (std::optional<std::string> url = url_to_follow(stat.url, link)) links.insert(std::move(*url));
@@ -284,6 +299,11 @@ void Crawler::follow_links(FetchStatistic& stat, const std::string& html) {
     if (options_.max_depth && stat.depth >= *options_.max_depth) return;
     for (const std::string& link : links) {
         if (seen_urls_.contains(link)) continue;
+        if (page_limit_reached()) {
+            ++stat.num_over_page_limit;
+            ++over_page_limit_;
+            continue;
+        }
         ++stat.num_new_urls;
         add_url(link, options_.max_redirect, stat.depth + 1);
     }
@@ -293,6 +313,13 @@ void Crawler::follow_links(FetchStatistic& stat, const std::string& html) {
 void Crawler::add_url(const std::string& url, std::size_t redirects_left, std::size_t depth) {
     if (!seen_urls_.insert(url).second) return;
     queue_.put_nowait(QueueItem{url, redirects_left, depth});  // the queue has no limit: never waits
+}
+
+// seen_urls holds every URL ever queued, so its size is the count max_pages limits. Once it is
+// reached nothing more is queued, and join() returns when the URLs queued so far are fetched:
+// the crawl ends as it always does, with no fetch cut off.
+bool Crawler::page_limit_reached() const {
+    return options_.max_pages != 0 && seen_urls_.size() >= options_.max_pages;
 }
 
 Duration Crawler::elapsed() const {

@@ -7,9 +7,9 @@
 //   - exercise 5, at most max_per_host fetches at once to one host: a Semaphore per host, held for
 //     one try of one fetch.
 //
-// Everything else is the crawler as it was at commit 837267a. Each change is marked "Exercise 3"
-// or "Exercise 5"; `diff -u 06_coroutines/crawler/crawler.cpp docs/solutions/07_crawler/crawler.cpp`
-// shows them (and any later change to the crawler itself).
+// Everything else is the crawler as it is at commit 81b7437 (with its page limit, max_pages). Each
+// change is marked "Exercise 3" or "Exercise 5"; `diff -u 06_coroutines/crawler/crawler.cpp
+// docs/solutions/07_crawler/crawler.cpp` shows them (and any later change to the crawler itself).
 #pragma once
 
 #include <cstddef>
@@ -55,6 +55,8 @@ struct FetchStatistic {
     std::string encoding;              // its charset parameter if there is one: "utf-8"
     std::size_t num_urls = 0;          // distinct links on the page that are in scope
     std::size_t num_new_urls = 0;      // of those, not seen before: queued by this page
+    std::size_t num_over_page_limit = 0;  // not seen before either, but not queued: max_pages
+    bool cut_at_body_cap = false;      // an HTML page longer than body_cap: links after it not read
     std::size_t depth = 0;             // Exercise 3: links followed from a root to reach it
 
     bool failed() const { return status == 0; }
@@ -69,11 +71,16 @@ struct CrawlerOptions {
     bool strict = true;             // which hosts are in scope: see Crawler::host_in_scope
     std::size_t max_redirect = 10;  // redirects followed from one URL found on a page
     std::size_t max_tries = 4;      // fetch attempts per URL when the connection fails
-    std::size_t max_tasks = 10;     // workers: at most this many fetches in flight
+    std::size_t max_tasks = 10;     // workers: at most this many fetches in flight (one socket each;
+                                    // the crawl program caps it at what the descriptor limit allows)
     Duration timeout = std::chrono::seconds(10);          // per fetch attempt
     Duration retry_delay = std::chrono::milliseconds(100);  // before the 2nd try; doubles up to 10 s or so
-    // Body bytes kept per page for finding links (a longer page is counted, and read for links
-    // only this far).
+    // At most this many URLs are ever queued (the roots included); links and redirects found after
+    // that are counted, not followed, and the crawl ends once those URLs are fetched. 0: no limit.
+    // A site that makes up pages (a calendar, /deep/1 linking /deep/2 ...) never ends without one.
+    std::size_t max_pages = 0;
+    // Body bytes kept per page for finding links (a longer page is counted, read for links only
+    // this far, up to its last complete tag, and marked cut_at_body_cap).
     std::size_t body_cap = 4 * 1024 * 1024;
     // Exercise 3: the links of a page at this depth are not queued (0: only the roots are fetched).
     // No limit if empty.
@@ -115,6 +122,9 @@ public:
     // Exercise 5: the most fetches that were in flight at once to each host, by host_key: never
     // more than max_per_host when it is set.
     const std::map<std::string, std::size_t>& most_in_flight_per_host() const { return most_per_host_; }
+    // Links and redirect targets that were new but not queued because max_pages URLs had been:
+    // each counted once per page (or redirect) that found it. 0 when the limit did not stop anything.
+    std::size_t over_page_limit() const { return over_page_limit_; }
     // From the start of crawl() until join() returned (or until now, while it runs).
     Duration elapsed() const;
     const CrawlerOptions& options() const { return options_; }
@@ -130,8 +140,9 @@ private:
     Coroutine<void> fetch(std::string url, std::size_t redirects_left, std::size_t depth);
     Coroutine<Result> fetch_with_retries(Request request, FetchStatistic& stat);
     void follow_redirect(FetchStatistic& stat, const std::string& location, std::size_t redirects_left);
-    void follow_links(FetchStatistic& stat, const std::string& html);
+    void follow_links(FetchStatistic& stat, std::string_view html);
     void add_url(const std::string& url, std::size_t redirects_left, std::size_t depth);
+    bool page_limit_reached() const;
     bool allowed(const Url& url) const;
     bool host_in_scope(const Url& url) const;
     // The absolute URL of a link (or a Location) found at `base`, in normal form, if it is to be
@@ -147,6 +158,7 @@ private:
     std::size_t busy_workers_ = 0;
     std::size_t in_flight_ = 0;
     std::size_t most_in_flight_ = 0;
+    std::size_t over_page_limit_ = 0;
     // Exercise 5: one semaphore per host, made when the host is first fetched (a Semaphore cannot
     // be moved, so it is built in place in the map, whose elements never move); and the counts.
     std::map<std::string, coroutines::Semaphore> host_slots_;
