@@ -133,6 +133,15 @@ TEST(ResolveReference, PutsASlashBeforeARelativePathWhenTheBaseHasNoPath) {
     EXPECT_EQ(resolve_reference("http://h", "?q"), "http://h?q");
 }
 
+// Found by fuzz/links_fuzzer.cpp: "http:/.//evil.example/x" has no authority, but removing its dot
+// segments leaves the path "//evil.example/x", and written after "http:" that reads as a host.
+TEST(ResolveReference, NeverTurnsAPathIntoAnAuthority) {
+    const std::string resolved = resolve_reference("http://a/b", "http:/.//evil.example/x");
+    EXPECT_EQ(resolved, "http:/.//evil.example/x");
+    EXPECT_FALSE(parse_http_url(resolved));
+    EXPECT_EQ(resolve_reference("x:", "a/..//b"), "x:/.//b");
+}
+
 TEST(RemoveDotSegments, FollowsTheRfcsOwnExamples) {
     EXPECT_EQ(remove_dot_segments("/a/b/c/./../../g"), "/a/g");
     EXPECT_EQ(remove_dot_segments("mid/content=5/../6"), "mid/6");
