@@ -207,18 +207,17 @@ ResponseParser::Status ResponseParser::feed(std::string_view bytes) {
             // bounded: a server that never ends its headers must not make us buffer forever.
             std::string_view line;
             const Line got = collect_line(bytes, max_header_bytes - section_bytes_, line);
-            if (got == Line::too_long) return fail("response headers larger than 64 KiB");
-            if (got == Line::incomplete) {
-                // A status line that does not start with "HTTP/1." is refused as soon as enough
-                // of it has arrived to quote in the message, rather than after 64 KiB of whatever
-                // a server that is not speaking HTTP sends. (quote_limit + 2 bytes: the line's
-                // text is then longer than the quote even if the last byte is a CR.)
-                if (part_ == Part::status_line && line_.size() >= quote_limit + 2 &&
-                    !line_.starts_with("HTTP/1.")) {
-                    return fail("bad status line: " + quoted(line_));
-                }
-                break;
+            // A status line that does not start with "HTTP/1." is refused as soon as enough of it
+            // has arrived to quote in the message, rather than after 64 KiB of whatever a server
+            // that is not speaking HTTP sends. (quote_limit + 2 bytes: the line's text is then
+            // longer than the quote even if the last byte is a CR.) This comes before the size
+            // check: past 64 KiB in one feed must give the same error as past 64 KiB in pieces.
+            if (got != Line::complete && part_ == Part::status_line && line_.size() >= quote_limit + 2 &&
+                !line_.starts_with("HTTP/1.")) {
+                return fail("bad status line: " + quoted(line_));
             }
+            if (got == Line::too_long) return fail("response headers larger than 64 KiB");
+            if (got == Line::incomplete) break;
             section_bytes_ += line.size();
             const std::string_view text = without_line_end(line);
             if (part_ == Part::status_line) {

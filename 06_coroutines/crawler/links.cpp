@@ -222,7 +222,15 @@ std::string resolve_reference(std::string_view base_text, std::string_view refer
     // browser does, so that the request line holds printable ASCII only.
     std::string result;
     if (scheme) result += std::string(*scheme) + ":";
-    if (authority) result += "//" + std::string(*authority);
+    if (authority) {
+        result += "//" + std::string(*authority);
+    } else if (path.starts_with("//")) {
+        // Without an authority a path cannot start with "//" (section 3.3): it would read as one,
+        // and "http:/.//evil.example/x" would become a link to evil.example. remove_dot_segments
+        // can make such a path; "/." in front keeps the path and what it means (the WHATWG URL
+        // standard does the same).
+        result += "/.";
+    }
     result += percent_encode(path);
     if (query) result += "?" + percent_encode(*query);
     if (reference.fragment) result += "#" + std::string(*reference.fragment);

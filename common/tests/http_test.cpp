@@ -456,6 +456,16 @@ TEST(ResponseParser, RejectsAServerThatIsNotSpeakingHttpWithoutWaitingForTheEnd)
     EXPECT_EQ(parser.error(), "bad status line: \"" + std::string(40, 'x') + "\"...");
 }
 
+// Found by fuzz/http_response_fuzzer.cpp: fed at once, more than 64 KiB of it was refused as too
+// large; fed in pieces, as a bad status line after the first piece.
+TEST(ResponseParser, RejectsMoreThan64KiBThatIsNotHttpTheSameWayWhetherCutOrNot) {
+    const std::string text(ResponseParser::max_header_bytes + 100, 'x');
+    const std::string_view view = text;
+    const std::string expected = "bad status line: \"" + std::string(40, 'x') + "\"...";
+    EXPECT_EQ(parse(text).error, expected);
+    EXPECT_EQ(parse({view.substr(0, 50), view.substr(50)}).error, expected);
+}
+
 TEST(ResponseParser, RejectsA101BecauseItNeverAskedToUpgrade) {
     EXPECT_EQ(error_for("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"),
               "unexpected 101 Switching Protocols (the request did not ask to upgrade)");

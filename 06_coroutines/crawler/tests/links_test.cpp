@@ -156,6 +156,15 @@ TEST(ResolveReference, PercentEncodesWhatAPathOrQueryMayNotHold) {
     EXPECT_EQ(resolve_reference(base, "a#\xE9 x"), "http://h/dir/a#\xE9 x");
 }
 
+// Found by fuzz/links_fuzzer.cpp: "http:/.//evil.example/x" has no authority, but removing its dot
+// segments leaves the path "//evil.example/x", and written after "http:" that reads as a host.
+TEST(ResolveReference, NeverTurnsAPathIntoAnAuthority) {
+    const std::string resolved = resolve_reference("http://a/b", "http:/.//evil.example/x");
+    EXPECT_EQ(resolved, "http:/.//evil.example/x");
+    EXPECT_FALSE(parse_http_url(resolved));
+    EXPECT_EQ(resolve_reference("x:", "a/..//b"), "x:/.//b");
+}
+
 TEST(RemoveDotSegments, FollowsTheRfcsOwnExamples) {
     EXPECT_EQ(remove_dot_segments("/a/b/c/./../../g"), "/a/g");
     EXPECT_EQ(remove_dot_segments("mid/content=5/../6"), "mid/6");
