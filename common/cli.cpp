@@ -22,6 +22,7 @@
 #include "common/address.hpp"
 #include "common/limits.hpp"
 #include "common/report.hpp"
+#include "common/standard_streams.hpp"
 #include "common/trace.hpp"
 
 namespace sixways {
@@ -523,6 +524,7 @@ void print_internal_error(const StageInfo& stage, const std::string& message) {
 }  // namespace
 
 int run_stage(int argc, char** argv, const StageInfo& stage) {
+    open_standard_streams();  // first: the trace file and the sockets must not become stdout
     CliOptions cli;
     try {
         cli = parse_cli(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), stage);

@@ -30,6 +30,7 @@
 
 #include "common/duration.hpp"
 #include "common/json_reader.hpp"
+#include "common/standard_streams.hpp"
 #include "common/url.hpp"
 #include "lab/compare.hpp"
 #include "lab/compare_process.hpp"
@@ -675,6 +676,7 @@ int compare(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    sixways::open_standard_streams();  // first: see common/standard_streams.hpp
     Options options;
     try {
         options = parse_options(std::vector<std::string>(argv + 1, argv + argc));

@@ -13,12 +13,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -750,4 +753,118 @@ TEST_P(Conformance, CommandLineExitsOneAndCountsConnectErrorsWhenRefused) {
     ASSERT_NE(errors, nullptr);
     EXPECT_EQ(number_in(*errors, "connect"), 3) << output.out;
     EXPECT_NE(output.err.find("refused"), std::string::npos) << "stderr counts each error message: " << output.err;
+}
+
+// ---- The command line in a hostile world: closed streams ----
+
+namespace {
+
+std::string contents_of(const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+// Started with stdout closed (`stage ... >&-`), the first file the program opens would get number 1
+// and become its stdout: the trace file, here, with the report written into the middle of its JSON.
+TEST_P(Conformance, CommandLineWithStdoutClosedKeepsTheTraceFileJson) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::string trace = ::testing::TempDir() + GetParam().name + "_stdout_closed.json";
+    sixways::conformance::ChildStreams streams;
+    streams.close_stdout = true;
+    const auto output = sixways::conformance::run_program(
+        GetParam().binary, {"3", "--url", server.url("/"), "--trace", trace}, 20s, streams);
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    const std::string text = contents_of(trace);
+    EXPECT_NO_THROW(sixways::parse_json(text)) << text;
+    EXPECT_EQ(text.find(", 3 ok, 0 failed, "), std::string::npos)
+        << "the report went into the trace: " << text;
+    std::remove(trace.c_str());
+}
+
+// The same with stderr closed: the trace file gets number 2, where the count of each error message
+// goes.
+TEST_P(Conformance, CommandLineWithStderrClosedKeepsTheTraceFileJson) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    const std::string url = "http://127.0.0.1:" + std::to_string(port_with_nothing_listening()) + "/";
+    const std::string trace = ::testing::TempDir() + GetParam().name + "_stderr_closed.json";
+    sixways::conformance::ChildStreams streams;
+    streams.close_stderr = true;
+    const auto output = sixways::conformance::run_program(
+        GetParam().binary, {"3", "--url", url, "--timeout", "1s", "--trace", trace}, 20s, streams);
+    EXPECT_EQ(output.exit_status, 1) << "three refused connections";
+    EXPECT_TRUE(output.out.starts_with(GetParam().name + ": 3 requests")) << output.out;
+    const std::string text = contents_of(trace);
+    EXPECT_NO_THROW(sixways::parse_json(text)) << text;
+    EXPECT_EQ(text.find("3 x connect"), std::string::npos) << "stderr went into the trace: " << text;
+    std::remove(trace.c_str());
+}
+
+// And with all three closed, a run goes as usual.
+TEST_P(Conformance, CommandLineWithEveryStandardStreamClosedFetchesAndTraces) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::string trace = ::testing::TempDir() + GetParam().name + "_streams_closed.json";
+    sixways::conformance::ChildStreams streams;
+    streams.close_stdin = streams.close_stdout = streams.close_stderr = true;
+    const auto output = sixways::conformance::run_program(
+        GetParam().binary, {"3", "--url", server.url("/"), "--trace", trace}, 20s, streams);
+    EXPECT_EQ(output.exit_status, 0);
+    const std::string text = contents_of(trace);
+    EXPECT_NO_THROW(sixways::parse_json(text)) << text;
+    raw_get(server, "/sentinel");
+    EXPECT_EQ(server.stats().requests, 4u) << "three requests and the sentinel, nothing else";
+    std::remove(trace.c_str());
+}
+
+// With stdout closed, the first socket got number 1: after Ctrl-C, the partial report (printed to
+// stdout) went to the server on the request's connection. The server must get the request only.
+TEST_P(Conformance, CommandLineInterruptedWithStdoutClosedSendsTheServerOnlyItsRequest) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    SilentServer server;
+    std::string received;
+    std::string problem;
+    std::thread peer;
+    sixways::conformance::ChildStreams streams;
+    streams.close_stdout = true;
+    // The server's side, on a thread of its own: the whole request, then Ctrl-C, then whatever
+    // else comes until the program has exited and its socket is closed.
+    streams.started = [&](pid_t pid) {
+        peer = std::thread([&, pid] {
+            try {
+                const int fd = server.accept();
+                char buffer[4096];
+                bool interrupted = false;
+                for (;;) {
+                    pollfd entry{fd, POLLIN, 0};
+                    if (::poll(&entry, 1, 10'000) != 1) break;
+                    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+                    if (n <= 0) break;
+                    received.append(buffer, static_cast<std::size_t>(n));
+                    if (!interrupted && received.find("\r\n\r\n") != std::string::npos) {
+                        ::kill(pid, SIGINT);
+                        interrupted = true;
+                    }
+                }
+                ::close(fd);
+            } catch (const std::exception& error) {
+                problem = error.what();
+                ::kill(pid, SIGINT);
+            }
+        });
+    };
+    const auto output = sixways::conformance::run_program(
+        GetParam().binary, {"1", "--url", server.url(), "--timeout", "20"}, 30s, streams);
+    peer.join();
+    EXPECT_EQ(problem, "");
+    EXPECT_EQ(output.exit_status, 130) << output.err;
+    const auto end_of_request = received.find("\r\n\r\n");
+    ASSERT_NE(end_of_request, std::string::npos) << received;
+    EXPECT_EQ(received.substr(end_of_request + 4), "") << "sent to the server after the request";
 }
