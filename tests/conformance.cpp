@@ -28,6 +28,7 @@
 
 #include "common/address.hpp"
 #include "common/json_reader.hpp"
+#include "common/limits.hpp"
 #include "common/url.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
@@ -755,7 +756,7 @@ TEST_P(Conformance, CommandLineExitsOneAndCountsConnectErrorsWhenRefused) {
     EXPECT_NE(output.err.find("refused"), std::string::npos) << "stderr counts each error message: " << output.err;
 }
 
-// ---- The command line in a hostile world: closed streams ----
+// ---- The command line in a hostile world: closed streams, few descriptors ----
 
 namespace {
 
@@ -764,6 +765,17 @@ std::string contents_of(const std::string& path) {
     std::stringstream text;
     text << file.rdbuf();
     return text.str();
+}
+
+bool has_prlimit() { return ::access("/usr/bin/prlimit", X_OK) == 0; }
+
+// How many times `part` occurs in `text`.
+std::size_t occurrences(const std::string& text, const std::string& part) {
+    std::size_t count = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) {
+        ++count;
+    }
+    return count;
 }
 
 }  // namespace
@@ -867,4 +879,29 @@ TEST_P(Conformance, CommandLineInterruptedWithStdoutClosedSendsTheServerOnlyItsR
     const auto end_of_request = received.find("\r\n\r\n");
     ASSERT_NE(end_of_request, std::string::npos) << received;
     EXPECT_EQ(received.substr(end_of_request + 4), "") << "sent to the server after the request";
+}
+
+// Under `ulimit -n 64`, 300 requests at once would find a descriptor for only about 60 of them. The
+// command line keeps the requests in flight within the limit instead, says so once, and every
+// request gets through. Stage 01 has one request in flight and needs no such line.
+TEST_P(Conformance, CommandLineKeepsRequestsInFlightWithinTheDescriptorLimit) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    if (!has_prlimit()) GTEST_SKIP() << "needs /usr/bin/prlimit (util-linux)";
+    sixways::raise_open_file_limit();  // the lab server in this process holds the other ends
+    LabServer server(on_loopback(100ms));
+    server.start();
+    const int count = GetParam().one_at_a_time ? 20 : 300;
+    const auto output = sixways::conformance::run_program(
+        "/usr/bin/prlimit",
+        {"--nofile=64", "--", GetParam().binary, std::to_string(count), "--url", server.url("/"),
+         "--json"},
+        60s);
+    ASSERT_FALSE(output.killed);
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    const Json report = json_report(output);
+    EXPECT_EQ(number_in(report, "ok"), count) << output.out;
+    EXPECT_LE(number_in(report, "concurrency"), 64) << output.out;
+    const std::size_t lines = occurrences(output.err, " requests in flight: the descriptor limit is 64\n");
+    EXPECT_EQ(lines, GetParam().one_at_a_time ? 0u : 1u) << output.err;
+    EXPECT_EQ(occurrences(output.err, "\n"), lines) << "nothing else on stderr: " << output.err;
 }
