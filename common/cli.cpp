@@ -12,12 +12,12 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "common/address.hpp"
@@ -340,6 +340,32 @@ public:
         return "";
     }
 
+    // fetch_all gave up with std::bad_alloc. Each stage fails a request that runs out of memory
+    // with `limit` and goes on, so this is memory running out outside any one request (in the
+    // stage's own bookkeeping, or before it started). The requests it did not finish fail the same
+    // way, and `results` is put together from what was recorded, in the room it already has.
+    void fail_unfinished_for_memory(std::vector<Result>& results) {
+        for (std::size_t index = 0; index < cli_.requests; ++index) {
+            bool reported = false;
+            {
+                std::lock_guard lock(mutex_);
+                reported = reported_[index];
+            }
+            if (!reported) {
+                Result result;
+                fail_out_of_memory(result);
+                record(index, result);
+            }
+        }
+        std::lock_guard lock(mutex_);
+        results.clear();
+        results.resize(cli_.requests);
+        std::size_t next_message = 0;
+        for (const Finished& finished : finished_) {
+            results[finished.index] = as_result(finished, next_message);
+        }
+    }
+
     void erase_progress_line() {
         std::lock_guard lock(mutex_);
         erase_progress_line_locked();
@@ -357,13 +383,7 @@ public:
         std::vector<Result> finished(finished_.size());
         std::size_t next_message = 0;
         for (std::size_t i = 0; i < finished_.size(); ++i) {
-            finished[i].timing = finished_[i].timing;
-            finished[i].response.body_bytes = finished_[i].body_bytes;
-            finished[i].response.status = finished_[i].status;
-            finished[i].error = finished_[i].error;
-            if (!finished[i].ok()) {
-                finished[i].error_message = failure_messages_[next_message++];
-            }
+            finished[i] = as_result(finished_[i], next_message);
         }
         Report report = summarise(stage_.name, cli_.url.to_string(), cli_.requests, finished);
         report.wall_s =
@@ -385,6 +405,30 @@ public:
     }
 
 private:
+    // What a partial report and timeline need of a finished request, and no more: 64 bytes where a
+    // copy of its Result would take 184 (a run of 50,000 requests would hold 9 MB of copies).
+    struct Finished {
+        std::size_t index;
+        Timing timing;
+        std::size_t body_bytes;
+        int status;
+        ErrorKind error;
+    };
+
+    // A finished request as a Result again. `next_message` walks failure_messages_ alongside
+    // finished_: call this for the records in their order.
+    Result as_result(const Finished& finished, std::size_t& next_message) const {
+        Result result;
+        result.timing = finished.timing;
+        result.response.body_bytes = finished.body_bytes;
+        result.response.status = finished.status;
+        result.error = finished.error;
+        if (!result.ok()) {
+            result.error_message = failure_messages_[next_message++];
+        }
+        return result;
+    }
+
     // One line on stderr, rewritten in place with '\r', at most ten times a second. Only on a
     // terminal: in a pipe or a file it would be noise. It is shown with --json too, since the JSON
     // goes to stdout and a person watching the terminal still wants to see it move.
@@ -425,16 +469,6 @@ private:
     const CliOptions& cli_;
 
     std::mutex mutex_;
-    // What a partial report and timeline need of a finished request, and no more: 64 bytes where a
-    // copy of its Result would take 184 (a run of 50,000 requests would hold 9 MB of copies).
-    struct Finished {
-        std::size_t index;
-        Timing timing;
-        std::size_t body_bytes;
-        int status;
-        ErrorKind error;
-    };
-
     std::vector<bool> reported_;      // on_result has been called for request i
     std::vector<Finished> finished_;  // in the order they finished
     std::vector<std::string> failure_messages_;  // of the failed ones among them, in the same order
@@ -471,18 +505,23 @@ private:
 //
 // A program started with SIGINT ignored (a background job of a script, nohup) never receives it:
 // an ignored signal is discarded even while blocked, which is what whoever started us asked for.
+//
+// If the system refuses the thread (no memory for even its small stack, no thread left), the
+// signals are unblocked again and the run goes on without it: Ctrl-C then ends the process at once,
+// without a report, and a line on stderr says so before the run starts.
 class InterruptWatcher {
 public:
-    explicit InterruptWatcher(RunState& run) : run_(run) {
+    InterruptWatcher(RunState& run, const StageInfo& stage) : run_(run) {
         sigemptyset(&signals_);
         sigaddset(&signals_, SIGINT);
         sigaddset(&signals_, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &signals_, &previous_mask_);
-        try {
-            thread_ = std::thread([this] { watch(); });
-        } catch (...) {
+        const int error = start_thread();
+        if (error != 0) {
             pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
-            throw;
+            std::fprintf(stderr, "%s: no thread to wait for Ctrl-C (%s): Ctrl-C will end the run "
+                                 "without a report\n",
+                         stage.name.c_str(), std::strerror(error));
         }
     }
 
@@ -496,15 +535,37 @@ public:
     }
 
     void stop() {
-        if (!thread_.joinable()) {
+        if (!running_) {
             return;
         }
+        running_ = false;
         run_.mark_done();
-        pthread_kill(thread_.native_handle(), SIGINT);
-        thread_.join();
+        pthread_kill(thread_, SIGINT);
+        pthread_join(thread_, nullptr);
     }
 
 private:
+    // The thread's stack: it only builds and prints a report, which needs a few KiB. The default
+    // would be 8 MiB (`ulimit -s`), which a process capped at a small address space (`ulimit -v`)
+    // might not have to give, and which would leave that much less for the requests.
+    static constexpr std::size_t stack_size = 256 * 1024;
+
+    // Starts watch() on a thread of its own; returns 0, or pthread_create's error. std::thread
+    // cannot be given a stack size (stage 02 meets the same limit, and says more).
+    int start_thread() {
+        pthread_attr_t attributes;
+        pthread_attr_init(&attributes);
+        pthread_attr_setstacksize(&attributes, stack_size);
+        const auto run = [](void* watcher) -> void* {
+            static_cast<InterruptWatcher*>(watcher)->watch();
+            return nullptr;
+        };
+        const int error = pthread_create(&thread_, &attributes, run, this);
+        pthread_attr_destroy(&attributes);
+        running_ = error == 0;
+        return error;
+    }
+
     void watch() {
         int signal_number = 0;
         if (sigwait(&signals_, &signal_number) == 0) {
@@ -515,7 +576,8 @@ private:
     RunState& run_;
     sigset_t signals_;
     sigset_t previous_mask_;
-    std::thread thread_;
+    pthread_t thread_{};
+    bool running_ = false;
 };
 
 void print_internal_error(const StageInfo& stage, const std::string& message) {
@@ -571,39 +633,12 @@ std::size_t concurrency_for_descriptors(const StageInfo& stage, const CliOptions
     return room;
 }
 
-}  // namespace
-
-int run_stage(int argc, char** argv, const StageInfo& stage) {
-    open_standard_streams();  // first: the trace file and the sockets must not become stdout
-    CliOptions cli;
-    try {
-        cli = parse_cli(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), stage);
-    } catch (const UsageError& error) {
-        std::fprintf(stderr, "%s: %s\ntry '%s --help'\n", stage.name.c_str(), error.what(),
-                     stage.name.c_str());
-        return 2;
-    }
-    if (cli.help) {
-        std::fputs(usage_text(stage).c_str(), stdout);
-        std::fflush(stdout);
-        return 0;
-    }
-
-    // The trace file is created before anything is sent: a path that cannot be written is bad
-    // usage, better found now than after a long run.
-    // After an internal error it is closed empty: there are no results to draw.
-    std::unique_ptr<std::FILE, FileCloser> trace_file;
-    if (!cli.trace_path.empty()) {
-        trace_file.reset(std::fopen(cli.trace_path.c_str(), "w"));
-        if (trace_file == nullptr) {
-            std::fprintf(stderr, "%s: --trace '%s': %s\n", stage.name.c_str(),
-                         cli.trace_path.c_str(), errno_message("fopen", errno).c_str());
-            return 2;
-        }
-    }
-
+// Everything after parsing the command line and opening the --trace file: resolve, fetch, report.
+// Returns the exit status.
+int fetch_and_report(const StageInfo& stage, const CliOptions& cli,
+                     std::unique_ptr<std::FILE, FileCloser> trace_file) {
     RunState run(stage, cli);
-    InterruptWatcher watcher(run);  // first: before anything can start a thread
+    InterruptWatcher watcher(run, stage);  // first: before anything can start a thread
     const long descriptor_limit = raise_open_file_limit();
 
     // Resolve once, before any fetching: getaddrinfo blocks (see common/address.cpp).
@@ -630,7 +665,6 @@ int run_stage(int argc, char** argv, const StageInfo& stage) {
         failed.error_message = resolve_error;
         results.assign(cli.requests, failed);
     } else {
-        std::vector<Request> requests(cli.requests, Request{cli.url, addresses});
         Options options;
         options.concurrency = concurrency_for_descriptors(stage, cli, descriptor_limit);
         options.timeout = cli.timeout;
@@ -640,10 +674,17 @@ int run_stage(int argc, char** argv, const StageInfo& stage) {
         options.on_result = [&run](std::size_t index, const Result& result) {
             run.record(index, result);
         };
+        // Room for the results, taken now (address space only: nothing is written to it unless it
+        // is used). If memory runs out while fetching, the report is still made, from what was
+        // recorded, in this room. fetch_all's own vector takes its place otherwise.
+        results.reserve(cli.requests);
         run.fetch_started();
         Clock::time_point started = Clock::now();
         try {
+            const std::vector<Request> requests(cli.requests, Request{cli.url, addresses});
             results = stage.fetch_all(requests, options);
+        } catch (const std::bad_alloc&) {
+            run.fail_unfinished_for_memory(results);
         } catch (const std::exception& error) {
             watcher.stop();
             run.erase_progress_line();
@@ -676,6 +717,48 @@ int run_stage(int argc, char** argv, const StageInfo& stage) {
                   write_trace(trace_file.release(), cli.trace_path, format_trace(trace_run, results),
                               stage);
     return report.failed == 0 && traced ? 0 : 1;
+}
+
+}  // namespace
+
+int run_stage(int argc, char** argv, const StageInfo& stage) {
+    open_standard_streams();  // first: the trace file and the sockets must not become stdout
+    CliOptions cli;
+    try {
+        cli = parse_cli(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), stage);
+    } catch (const UsageError& error) {
+        std::fprintf(stderr, "%s: %s\ntry '%s --help'\n", stage.name.c_str(), error.what(),
+                     stage.name.c_str());
+        return 2;
+    }
+    if (cli.help) {
+        std::fputs(usage_text(stage).c_str(), stdout);
+        std::fflush(stdout);
+        return 0;
+    }
+
+    // The trace file is created before anything is sent: a path that cannot be written is bad
+    // usage, better found now than after a long run.
+    // After an internal error it is closed empty: there are no results to draw.
+    std::unique_ptr<std::FILE, FileCloser> trace_file;
+    if (!cli.trace_path.empty()) {
+        trace_file.reset(std::fopen(cli.trace_path.c_str(), "w"));
+        if (trace_file == nullptr) {
+            std::fprintf(stderr, "%s: --trace '%s': %s\n", stage.name.c_str(),
+                         cli.trace_path.c_str(), errno_message("fopen", errno).c_str());
+            return 2;
+        }
+    }
+
+    try {
+        return fetch_and_report(stage, cli, std::move(trace_file));
+    } catch (const std::bad_alloc&) {
+        // No room even for the record of each request, or for the report. (Memory that runs out
+        // while fetching fails requests with `limit`, and the report says so.)
+        std::fprintf(stderr, "%s: out of memory: no room for the report of %zu requests\n",
+                     stage.name.c_str(), cli.requests);
+        return 1;
+    }
 }
 
 }  // namespace sixways

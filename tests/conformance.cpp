@@ -756,7 +756,7 @@ TEST_P(Conformance, CommandLineExitsOneAndCountsConnectErrorsWhenRefused) {
     EXPECT_NE(output.err.find("refused"), std::string::npos) << "stderr counts each error message: " << output.err;
 }
 
-// ---- The command line in a hostile world: closed streams, few descriptors ----
+// ---- The command line in a hostile world: closed streams, few descriptors, little memory ----
 
 namespace {
 
@@ -776,6 +776,18 @@ std::size_t occurrences(const std::string& text, const std::string& part) {
         ++count;
     }
     return count;
+}
+
+// The smallest address space, in MiB, in which the binary can be loaded at all (its code and
+// libraries): the smallest cap under which `binary --help` succeeds. Caps in the tests count from
+// there, so that they mean the same on a machine whose libraries are larger.
+long smallest_address_space_mib(const std::string& binary) {
+    for (long mib = 2; mib <= 256; ++mib) {
+        const auto output = sixways::conformance::run_program(
+            "/usr/bin/prlimit", {"--as=" + std::to_string(mib << 20), "--", binary, "--help"}, 20s);
+        if (output.exit_status == 0) return mib;
+    }
+    return -1;
 }
 
 }  // namespace
@@ -904,4 +916,45 @@ TEST_P(Conformance, CommandLineKeepsRequestsInFlightWithinTheDescriptorLimit) {
     const std::size_t lines = occurrences(output.err, " requests in flight: the descriptor limit is 64\n");
     EXPECT_EQ(lines, GetParam().one_at_a_time ? 0u : 1u) << output.err;
     EXPECT_EQ(occurrences(output.err, "\n"), lines) << "nothing else on stderr: " << output.err;
+}
+
+// Capped at a small address space (`ulimit -v`), a run must still end with its report: every
+// request either got its response or failed with `limit` ("out of memory"); no abort, no internal
+// error, and no "Task was destroyed but it is pending!" for each task left behind. The caps count
+// from the least the binary needs to be loaded at all; the smallest leave it almost no room.
+TEST_P(Conformance, CommandLineReportsEveryRequestWhenAddressSpaceIsScarce) {
+#ifdef SIXWAYS_SANITIZE_SHADOW_MEMORY
+    GTEST_SKIP() << "a sanitizer's shadow memory does not fit under a cap on address space";
+#endif
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    if (!has_prlimit()) GTEST_SKIP() << "needs /usr/bin/prlimit (util-linux)";
+    // The lab server, in this process, holds the other end of every connection.
+    if (sixways::raise_open_file_limit() < 2500) GTEST_SKIP() << "needs 2500 descriptors";
+    const long smallest = smallest_address_space_mib(GetParam().binary);
+    ASSERT_GT(smallest, 0) << GetParam().binary << " --help does not run under any cap";
+    LabServer server(on_loopback(100ms));
+    server.start();
+    const int count = GetParam().one_at_a_time ? 10 : 1000;
+    for (const long more : {2L, 5L, 8L, 11L}) {
+        const long cap = (smallest + more) << 20;
+        SCOPED_TRACE("--as=" + std::to_string(cap) + " (" + std::to_string(smallest + more) + " MiB)");
+        const auto output = sixways::conformance::run_program(
+            "/usr/bin/prlimit",
+            {"--as=" + std::to_string(cap), "--", GetParam().binary, std::to_string(count), "--url",
+             server.url("/"), "--json"},
+            60s);
+        ASSERT_FALSE(output.killed);
+        EXPECT_TRUE(output.exit_status == 0 || output.exit_status == 1)
+            << "exit status " << output.exit_status << ": " << output.err;
+        const Json report = json_report(output);
+        EXPECT_EQ(number_in(report, "ok") + number_in(report, "failed"), count) << output.out;
+        const Json* errors = report.find("errors");
+        ASSERT_NE(errors, nullptr) << output.out;
+        for (const std::string& kind : errors->keys) {
+            EXPECT_EQ(kind, "limit") << output.out;
+        }
+        EXPECT_EQ(output.err.find("Task was destroyed"), std::string::npos) << output.err;
+        EXPECT_EQ(output.err.find("terminate"), std::string::npos) << output.err;
+        EXPECT_EQ(output.err.find("internal error"), std::string::npos) << output.err;
+    }
 }
