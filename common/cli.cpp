@@ -271,13 +271,15 @@ class RunState {
 public:
     RunState(const StageInfo& stage, const CliOptions& cli)
         : stage_(stage), cli_(cli), reported_(cli.requests, false),
-          show_progress_(isatty(STDERR_FILENO) == 1) {
+          show_progress_(isatty(STDERR_FILENO) == 1 && !cli.json) {
         // Room for every result now: grown one push_back at a time, the records would be moved to
         // a buffer twice the size at every doubling, and the memory touched would be twice as much.
         // And record() then never needs memory for them, even when the fetchers have used it all.
         finished_.reserve(cli.requests);
         failure_messages_.reserve(cli.requests);
     }
+
+    bool shows_progress() const { return show_progress_; }
 
     void fetch_started() {
         std::lock_guard lock(mutex_);
@@ -309,6 +311,16 @@ public:
         }
         failed_ += result.ok() ? 0 : 1;
         show_progress_line();
+    }
+
+    // The watcher calls this ten times a second while there is a progress line, so that its clock
+    // moves on even while no request finishes (stage 01 finishes one every 100 ms; a stage waiting
+    // for a slow server may finish none for seconds).
+    void tick() {
+        std::lock_guard lock(mutex_);
+        if (!done_) {
+            show_progress_line();
+        }
     }
 
     // The main thread has the results and will print the report: the watcher must not print one.
@@ -429,11 +441,12 @@ private:
         return result;
     }
 
-    // One line on stderr, rewritten in place with '\r', at most ten times a second. Only on a
-    // terminal: in a pipe or a file it would be noise. It is shown with --json too, since the JSON
-    // goes to stdout and a person watching the terminal still wants to see it move.
+    // One line on stderr, rewritten in place with '\r', at most ten times a second: requests done
+    // of N, how many failed, and the time since the first request started. Only on a terminal (in
+    // a pipe or a file it would be noise), and not with --json: whoever asks for JSON is a program,
+    // or a person who will read the numbers at the end, and the terminal is theirs to keep clean.
     void show_progress_line() {
-        if (!show_progress_) {
+        if (!show_progress_ || !fetching_) {
             return;
         }
         Clock::time_point now = Clock::now();
@@ -443,9 +456,10 @@ private:
         last_progress_ = now;
         // In a buffer on the stack: record() must work when memory has run out.
         char line[160];
-        const int length = std::snprintf(line, sizeof line, "%s: %zu/%zu done, %zu failed",
+        const double elapsed = std::chrono::duration<double>(now - fetch_started_).count();
+        const int length = std::snprintf(line, sizeof line, "%s: %zu/%zu done, %zu failed, %.1f s",
                                          stage_.name.c_str(), finished_.size(), cli_.requests,
-                                         failed_);
+                                         failed_, elapsed);
         if (length < 0) {
             return;
         }
@@ -479,7 +493,7 @@ private:
     Clock::time_point fetch_started_;
     bool fetching_ = false;
     bool done_ = false;
-    bool show_progress_;
+    const bool show_progress_;
     Clock::time_point last_progress_;
     std::size_t progress_width_ = 0;
     std::FILE* trace_file_ = nullptr;
@@ -490,8 +504,9 @@ private:
 //
 // A signal handler may run in the middle of anything (inside malloc, or while a thread holds the
 // results' mutex) and may only call async-signal-safe functions: it could not build a report. So
-// instead SIGINT and SIGTERM are blocked, and one thread waits for them with sigwait(), after which
-// it is an ordinary thread that may lock the mutex and print.
+// instead SIGINT and SIGTERM are blocked, and one thread waits for them with sigtimedwait(), after
+// which it is an ordinary thread that may lock the mutex and print. While there is a progress
+// line, the same thread wakes ten times a second to move its clock on.
 //
 // A blocked signal stays blocked in every thread created afterwards (threads inherit the mask), so
 // the constructor must run before the stage starts any thread: then the watcher is the only thread
@@ -499,7 +514,7 @@ private:
 //
 // Stopping the watcher when fetch_all returns: stop() first sets done (under the mutex), then sends
 // SIGINT to the watcher thread alone with pthread_kill. The signal stays pending for that thread
-// until its sigwait() takes it, so it cannot be lost even if the watcher has not reached sigwait
+// until its sigtimedwait() takes it, so it cannot be lost even if the watcher has not reached it
 // yet. The watcher sees done and returns quietly. A real Ctrl-C that lands after done was set is
 // taken the same way: the run is complete anyway and the full report follows.
 //
@@ -567,9 +582,17 @@ private:
     }
 
     void watch() {
-        int signal_number = 0;
-        if (sigwait(&signals_, &signal_number) == 0) {
-            run_.interrupted(signal_number);  // returns only if the main thread is done
+        const timespec tenth_of_a_second{0, 100'000'000};
+        const timespec* wake_up = run_.shows_progress() ? &tenth_of_a_second : nullptr;
+        for (;;) {
+            const int signal_number = sigtimedwait(&signals_, nullptr, wake_up);
+            if (signal_number > 0) {
+                run_.interrupted(signal_number);  // returns only if the main thread is done
+                return;
+            }
+            if (errno == EAGAIN) {
+                run_.tick();  // a tenth of a second went by; EINTR: wait again
+            }
         }
     }
 

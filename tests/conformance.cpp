@@ -958,3 +958,36 @@ TEST_P(Conformance, CommandLineReportsEveryRequestWhenAddressSpaceIsScarce) {
         EXPECT_EQ(output.err.find("internal error"), std::string::npos) << output.err;
     }
 }
+
+// On a terminal, stderr shows how far the run has got: requests done of N, failed, and the time
+// since the first started; the clock moves on while no request finishes (each takes a second here).
+TEST_P(Conformance, CommandLineShowsProgressOnATerminal) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    LabServer server(on_loopback(1s));
+    server.start();
+    sixways::conformance::ChildStreams terminal;
+    terminal.stderr_on_terminal = true;
+    const auto output = sixways::conformance::run_program(
+        GetParam().binary, {"2", "--url", server.url("/")}, 30s, terminal);
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    EXPECT_NE(output.err.find(GetParam().name + ": 0/2 done, 0 failed, 0."), std::string::npos)
+        << "no line before the first request finished: " << output.err;
+    EXPECT_NE(output.err.find(" s\r"), std::string::npos) << output.err;
+    EXPECT_TRUE(output.out.starts_with(GetParam().name + ": 2 requests")) << output.out;
+}
+
+// Not with --json (the terminal is left to whoever reads the JSON), and not in a pipe.
+TEST_P(Conformance, CommandLineShowsNoProgressWithJsonOrOffATerminal) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    LabServer server(on_loopback(300ms));
+    server.start();
+    sixways::conformance::ChildStreams terminal;
+    terminal.stderr_on_terminal = true;
+    const auto json = sixways::conformance::run_program(
+        GetParam().binary, {"2", "--url", server.url("/"), "--json"}, 30s, terminal);
+    EXPECT_EQ(json.exit_status, 0) << json.err;
+    EXPECT_EQ(json.err, "") << "on a terminal, with --json";
+    const auto piped = run_cli(GetParam(), {"2", "--url", server.url("/")});
+    EXPECT_EQ(piped.exit_status, 0) << piped.err;
+    EXPECT_EQ(piped.err, "") << "in a pipe";
+}
