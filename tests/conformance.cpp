@@ -967,6 +967,32 @@ TEST_P(Conformance, CommandLineReportsEveryRequestWhenAddressSpaceIsScarce) {
     }
 }
 
+// The thread that waits for Ctrl-C is the first the program starts. With none to be had, the run
+// goes on without it, and says once that Ctrl-C will then end it without a report. No thread is
+// to be had as a user id that owns no other process, allowed one (RLIMIT_NPROC, which root
+// ignores: hence the change of user, as in stage 02's own test of refused threads).
+TEST_P(Conformance, CommandLineRunsWithoutItsCtrlCThreadWhenNoThreadIsLeft) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run the binary as another user";
+    if (::access("/usr/bin/setpriv", X_OK) != 0 || !has_prlimit()) {
+        GTEST_SKIP() << "needs /usr/bin/setpriv and /usr/bin/prlimit (util-linux)";
+    }
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::string user = std::to_string(40000 + ::getpid() % 20000);
+    const auto output = sixways::conformance::run_program(
+        "/usr/bin/setpriv",
+        {"--reuid=" + user, "--regid=" + user, "--clear-groups", "/usr/bin/prlimit", "--nproc=1",
+         "--", GetParam().binary, "3", "--url", server.url("/"), "--json"},
+        30s);
+    ASSERT_FALSE(output.killed);
+    EXPECT_TRUE(output.exit_status == 0 || output.exit_status == 1)
+        << "exit status " << output.exit_status << ": " << output.err;
+    const Json report = json_report(output);
+    EXPECT_EQ(number_in(report, "ok") + number_in(report, "failed"), 3) << output.out;
+    EXPECT_EQ(occurrences(output.err, "Ctrl-C will end the run without a report"), 1u) << output.err;
+}
+
 // On a terminal, stderr shows how far the run has got: requests done of N, failed, and the time
 // since the first started; the clock moves on while no request finishes (each takes a second here).
 TEST_P(Conformance, CommandLineShowsProgressOnATerminal) {
