@@ -286,8 +286,7 @@ private:
     // Called by a Fetcher from inside one of its own callbacks, or from inside start() when it
     // fails at once. So the Fetcher is not destroyed here, under its own feet, and the next
     // request is not started here either: with a run of immediate failures that would recurse once
-    // per request. Both wait for the next turn of the loop. (call_soon comes first: it is the one
-    // step here that needs memory, and if there is none, nothing has been reported yet.)
+    // per request. Both wait for the next turn of the loop.
     void done(std::size_t index) {
         --in_flight_;
         if (options_.on_result) options_.on_result(index, results_[index]);
