@@ -189,12 +189,12 @@ private:
         std::size_t size() const { return size_; }
         void push_back(Ready ready) {
             if (size_ == slots_.size()) grow();  // may throw std::bad_alloc; nothing has changed then
-            slots_[(front_ + size_) % slots_.size()] = std::move(ready);
+            slots_[slot(size_)] = std::move(ready);
             ++size_;
         }
         Ready pop_front() {
             Ready ready = std::move(slots_[front_]);
-            front_ = (front_ + 1) % slots_.size();
+            front_ = slot(1);
             --size_;
             return ready;
         }
@@ -203,9 +203,12 @@ private:
         }
 
     private:
+        // The place of the entry `i` after the oldest. The number of slots is a power of two, so
+        // the wrap-around is a mask rather than a division.
+        std::size_t slot(std::size_t i) const { return (front_ + i) & (slots_.size() - 1); }
         void grow() {
             std::vector<Ready> bigger(slots_.empty() ? 64 : 2 * slots_.size());
-            for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(slots_[(front_ + i) % slots_.size()]);
+            for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(slots_[slot(i)]);
             slots_.swap(bigger);
             front_ = 0;
         }
