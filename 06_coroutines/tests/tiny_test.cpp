@@ -301,6 +301,10 @@ TEST(TinyBinary, KeepsTheTraceFileJsonWithStdoutClosed) {
 // line leaves them as they are: under `ulimit -n 64` those that find no descriptor fail with
 // `limit`, and the others get through.
 TEST(TinyBinary, KeepsNoLimitUnderALowDescriptorLimit) {
+#ifdef SIXWAYS_SANITIZE_UNDEFINED
+    GTEST_SKIP() << "UBSan's vptr check needs a pipe() to probe memory, and this run leaves no "
+                    "descriptor free: it would report a false error. The other builds run it.";
+#endif
     if (::access("/usr/bin/prlimit", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/prlimit";
     LabServer server(on_loopback(100ms));
     server.start();
