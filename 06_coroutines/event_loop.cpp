@@ -123,8 +123,7 @@ void EventLoop::run_io(int fd, std::uint32_t generation, bool writer) {
 
 void EventLoop::run_ready() {
     for (std::size_t todo = ready_.size(); todo > 0 && !ready_.empty(); --todo) {
-        Ready ready = std::move(ready_.front());
-        ready_.pop_front();
+        Ready ready = ready_.pop_front();
         if (ready.timer) {
             if (ready.timer->cancelled) continue;  // cancelled after it came due, earlier this turn
             Callback callback = std::move(ready.timer->callback);

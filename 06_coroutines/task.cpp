@@ -3,6 +3,7 @@
 #include "06_coroutines/task.hpp"
 
 #include <iostream>
+#include <new>
 
 namespace sixways::coroutines {
 
@@ -14,14 +15,20 @@ TaskBase::TaskBase(detail::FutureBase& future, std::coroutine_handle<> body, det
     frames_.push_back(body);
 }
 
-// Joins the loop's list of tasks not done (so that ~EventLoop can destroy them), and schedules the
-// first step.
+// Schedules the first step, and joins the loop's list of tasks not done (so that ~EventLoop can
+// destroy them). In that order: if the ready queue has no room for the step (std::bad_alloc), the
+// task has not started, and going again at once it is not "destroyed but pending".
 void TaskBase::start(EventLoop& loop) {
+    try {
+        loop.schedule_step(*this);
+    } catch (...) {
+        body_promise_ = nullptr;  // nothing for release() to do: the frame goes with the task
+        throw;
+    }
     number_ = ++loop.tasks_made_;
     next_task_ = loop.first_task_;
     if (next_task_ != nullptr) next_task_->previous_task_ = this;
     loop.first_task_ = this;
-    loop.schedule_step(*this);
 }
 
 void TaskBase::unlink_from_loop() {
@@ -116,14 +123,21 @@ int TaskBase::uncancel() {
 }
 
 // The chain of what waits on what, down to a plain future; an await cycle is shown once round.
+// With no memory left to spell that out, just "<Task>": release() calls this from a destructor,
+// where an exception would end the process.
 std::string TaskBase::describe() const {
-    std::string text = "<Task " + future_.state_name() + " name=" + name();
-    if (waiting_on_ != nullptr && !describing_) {
-        describing_ = true;
-        text += " wait_for=" + waiting_on_->to_string();
+    try {
+        std::string text = "<Task " + future_.state_name() + " name=" + name();
+        if (waiting_on_ != nullptr && !describing_) {
+            describing_ = true;
+            text += " wait_for=" + waiting_on_->to_string();
+            describing_ = false;
+        }
+        return text + ">";
+    } catch (const std::bad_alloc&) {
         describing_ = false;
+        return "<Task>";  // short enough to need no memory
     }
-    return text + ">";
 }
 
 void TaskBase::release() {

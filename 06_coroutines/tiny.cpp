@@ -19,6 +19,9 @@
 // requests in flight, gather, Futures that carry exceptions (errors are plain values here), and a
 // coroutine that awaits another coroutine (a task's stack of awaited coroutines). Without a
 // timeout, a server that never answers makes this program wait for ever: the next files fix that.
+// Nor does it keep going when memory runs out (`ulimit -v`): a std::bad_alloc leaves fetch_all,
+// and the command line counts every request without a result as failed, `limit`, "out of memory".
+// 06_coroutines makes it the error of the one request that met it, and the others go on.
 #include "06_coroutines/tiny.hpp"
 
 #include <sys/epoll.h>

@@ -4,8 +4,10 @@
 #include <benchmark/benchmark.h>
 
 #include "common/limits.hpp"
+#include "common/standard_streams.hpp"
 
 int main(int argc, char** argv) {
+    sixways::open_standard_streams();  // first: see common/standard_streams.hpp
     sixways::raise_open_file_limit();
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

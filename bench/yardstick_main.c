@@ -2,14 +2,31 @@
  *
  *   yardstick N [--url http://ADDR:PORT/PATH] [--concurrency C] [--json]
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "bench/yardstick.h"
 
+/* Opens /dev/null on each of descriptors 0, 1 and 2 that is closed (`yardstick 10 >&-`). Otherwise
+ * the first socket would get number 1, and the report, printed to stdout, would go into a
+ * connection. The C twin of common/standard_streams.cpp. */
+static void open_standard_streams(void) {
+    for (int fd = 0; fd <= 2; ++fd) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY); /* the lowest free: fd */
+        if (opened == fd) continue;
+        if (opened >= 0) close(opened);
+        _Exit(EXIT_FAILURE); /* nowhere safe to write the report to */
+    }
+}
+
 int main(int argc, char** argv) {
+    open_standard_streams();
     const char* url = "http://127.0.0.1:8080/";
     long long requests = -1;
     long long concurrency = 0;

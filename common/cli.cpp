@@ -3,6 +3,7 @@
 // differ only in the fetcher they run.
 #include "common/cli.hpp"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,17 +12,18 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "common/address.hpp"
 #include "common/limits.hpp"
 #include "common/report.hpp"
+#include "common/standard_streams.hpp"
 #include "common/trace.hpp"
 
 namespace sixways {
@@ -269,13 +271,15 @@ class RunState {
 public:
     RunState(const StageInfo& stage, const CliOptions& cli)
         : stage_(stage), cli_(cli), reported_(cli.requests, false),
-          show_progress_(isatty(STDERR_FILENO) == 1) {
+          show_progress_(isatty(STDERR_FILENO) == 1 && !cli.json) {
         // Room for every result now: grown one push_back at a time, the records would be moved to
         // a buffer twice the size at every doubling, and the memory touched would be twice as much.
         // And record() then never needs memory for them, even when the fetchers have used it all.
         finished_.reserve(cli.requests);
         failure_messages_.reserve(cli.requests);
     }
+
+    bool shows_progress() const { return show_progress_; }
 
     void fetch_started() {
         std::lock_guard lock(mutex_);
@@ -309,6 +313,16 @@ public:
         show_progress_line();
     }
 
+    // The watcher calls this ten times a second while there is a progress line, so that its clock
+    // moves on even while no request finishes (stage 01 finishes one every 100 ms; a stage waiting
+    // for a slow server may finish none for seconds).
+    void tick() {
+        std::lock_guard lock(mutex_);
+        if (!done_) {
+            show_progress_line();
+        }
+    }
+
     // The main thread has the results and will print the report: the watcher must not print one.
     // If the watcher is printing the partial report right now, this waits for the mutex, and the
     // watcher ends the process before it is released.
@@ -338,6 +352,32 @@ public:
         return "";
     }
 
+    // fetch_all gave up with std::bad_alloc. Each stage fails a request that runs out of memory
+    // with `limit` and goes on, so this is memory running out outside any one request (in the
+    // stage's own bookkeeping, or before it started). The requests it did not finish fail the same
+    // way, and `results` is put together from what was recorded, in the room it already has.
+    void fail_unfinished_for_memory(std::vector<Result>& results) {
+        for (std::size_t index = 0; index < cli_.requests; ++index) {
+            bool reported = false;
+            {
+                std::lock_guard lock(mutex_);
+                reported = reported_[index];
+            }
+            if (!reported) {
+                Result result;
+                fail_out_of_memory(result);
+                record(index, result);
+            }
+        }
+        std::lock_guard lock(mutex_);
+        results.clear();
+        results.resize(cli_.requests);
+        std::size_t next_message = 0;
+        for (const Finished& finished : finished_) {
+            results[finished.index] = as_result(finished, next_message);
+        }
+    }
+
     void erase_progress_line() {
         std::lock_guard lock(mutex_);
         erase_progress_line_locked();
@@ -355,13 +395,7 @@ public:
         std::vector<Result> finished(finished_.size());
         std::size_t next_message = 0;
         for (std::size_t i = 0; i < finished_.size(); ++i) {
-            finished[i].timing = finished_[i].timing;
-            finished[i].response.body_bytes = finished_[i].body_bytes;
-            finished[i].response.status = finished_[i].status;
-            finished[i].error = finished_[i].error;
-            if (!finished[i].ok()) {
-                finished[i].error_message = failure_messages_[next_message++];
-            }
+            finished[i] = as_result(finished_[i], next_message);
         }
         Report report = summarise(stage_.name, cli_.url.to_string(), cli_.requests, finished);
         report.wall_s =
@@ -383,11 +417,36 @@ public:
     }
 
 private:
-    // One line on stderr, rewritten in place with '\r', at most ten times a second. Only on a
-    // terminal: in a pipe or a file it would be noise. It is shown with --json too, since the JSON
-    // goes to stdout and a person watching the terminal still wants to see it move.
+    // What a partial report and timeline need of a finished request, and no more: 64 bytes where a
+    // copy of its Result would take 184 (a run of 50,000 requests would hold 9 MB of copies).
+    struct Finished {
+        std::size_t index;
+        Timing timing;
+        std::size_t body_bytes;
+        int status;
+        ErrorKind error;
+    };
+
+    // A finished request as a Result again. `next_message` walks failure_messages_ alongside
+    // finished_: call this for the records in their order.
+    Result as_result(const Finished& finished, std::size_t& next_message) const {
+        Result result;
+        result.timing = finished.timing;
+        result.response.body_bytes = finished.body_bytes;
+        result.response.status = finished.status;
+        result.error = finished.error;
+        if (!result.ok()) {
+            result.error_message = failure_messages_[next_message++];
+        }
+        return result;
+    }
+
+    // One line on stderr, rewritten in place with '\r', at most ten times a second: requests done
+    // of N, how many failed, and the time since the first request started. Only on a terminal (in
+    // a pipe or a file it would be noise), and not with --json: whoever asks for JSON is a program,
+    // or a person who will read the numbers at the end, and the terminal is theirs to keep clean.
     void show_progress_line() {
-        if (!show_progress_) {
+        if (!show_progress_ || !fetching_) {
             return;
         }
         Clock::time_point now = Clock::now();
@@ -397,9 +456,10 @@ private:
         last_progress_ = now;
         // In a buffer on the stack: record() must work when memory has run out.
         char line[160];
-        const int length = std::snprintf(line, sizeof line, "%s: %zu/%zu done, %zu failed",
+        const double elapsed = std::chrono::duration<double>(now - fetch_started_).count();
+        const int length = std::snprintf(line, sizeof line, "%s: %zu/%zu done, %zu failed, %.1f s",
                                          stage_.name.c_str(), finished_.size(), cli_.requests,
-                                         failed_);
+                                         failed_, elapsed);
         if (length < 0) {
             return;
         }
@@ -423,16 +483,6 @@ private:
     const CliOptions& cli_;
 
     std::mutex mutex_;
-    // What a partial report and timeline need of a finished request, and no more: 64 bytes where a
-    // copy of its Result would take 184 (a run of 50,000 requests would hold 9 MB of copies).
-    struct Finished {
-        std::size_t index;
-        Timing timing;
-        std::size_t body_bytes;
-        int status;
-        ErrorKind error;
-    };
-
     std::vector<bool> reported_;      // on_result has been called for request i
     std::vector<Finished> finished_;  // in the order they finished
     std::vector<std::string> failure_messages_;  // of the failed ones among them, in the same order
@@ -443,7 +493,7 @@ private:
     Clock::time_point fetch_started_;
     bool fetching_ = false;
     bool done_ = false;
-    bool show_progress_;
+    const bool show_progress_;
     Clock::time_point last_progress_;
     std::size_t progress_width_ = 0;
     std::FILE* trace_file_ = nullptr;
@@ -454,8 +504,9 @@ private:
 //
 // A signal handler may run in the middle of anything (inside malloc, or while a thread holds the
 // results' mutex) and may only call async-signal-safe functions: it could not build a report. So
-// instead SIGINT and SIGTERM are blocked, and one thread waits for them with sigwait(), after which
-// it is an ordinary thread that may lock the mutex and print.
+// instead SIGINT and SIGTERM are blocked, and one thread waits for them with sigtimedwait(), after
+// which it is an ordinary thread that may lock the mutex and print. While there is a progress
+// line, the same thread wakes ten times a second to move its clock on.
 //
 // A blocked signal stays blocked in every thread created afterwards (threads inherit the mask), so
 // the constructor must run before the stage starts any thread: then the watcher is the only thread
@@ -463,24 +514,29 @@ private:
 //
 // Stopping the watcher when fetch_all returns: stop() first sets done (under the mutex), then sends
 // SIGINT to the watcher thread alone with pthread_kill. The signal stays pending for that thread
-// until its sigwait() takes it, so it cannot be lost even if the watcher has not reached sigwait
+// until its sigtimedwait() takes it, so it cannot be lost even if the watcher has not reached it
 // yet. The watcher sees done and returns quietly. A real Ctrl-C that lands after done was set is
 // taken the same way: the run is complete anyway and the full report follows.
 //
 // A program started with SIGINT ignored (a background job of a script, nohup) never receives it:
 // an ignored signal is discarded even while blocked, which is what whoever started us asked for.
+//
+// If the system refuses the thread (no memory for even its small stack, no thread left), the
+// signals are unblocked again and the run goes on without it: Ctrl-C then ends the process at once,
+// without a report, and a line on stderr says so before the run starts.
 class InterruptWatcher {
 public:
-    explicit InterruptWatcher(RunState& run) : run_(run) {
+    InterruptWatcher(RunState& run, const StageInfo& stage) : run_(run) {
         sigemptyset(&signals_);
         sigaddset(&signals_, SIGINT);
         sigaddset(&signals_, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &signals_, &previous_mask_);
-        try {
-            thread_ = std::thread([this] { watch(); });
-        } catch (...) {
+        const int error = start_thread();
+        if (error != 0) {
             pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
-            throw;
+            std::fprintf(stderr, "%s: no thread to wait for Ctrl-C (%s): Ctrl-C will end the run "
+                                 "without a report\n",
+                         stage.name.c_str(), std::strerror(error));
         }
     }
 
@@ -494,65 +550,119 @@ public:
     }
 
     void stop() {
-        if (!thread_.joinable()) {
+        if (!running_) {
             return;
         }
+        running_ = false;
         run_.mark_done();
-        pthread_kill(thread_.native_handle(), SIGINT);
-        thread_.join();
+        pthread_kill(thread_, SIGINT);
+        pthread_join(thread_, nullptr);
     }
 
 private:
+    // The thread's stack: it only builds and prints a report, which needs a few KiB. The default
+    // would be 8 MiB (`ulimit -s`), which a process capped at a small address space (`ulimit -v`)
+    // might not have to give, and which would leave that much less for the requests.
+    static constexpr std::size_t stack_size = 256 * 1024;
+
+    // Starts watch() on a thread of its own; returns 0, or pthread_create's error. std::thread
+    // cannot be given a stack size (stage 02 meets the same limit, and says more).
+    int start_thread() {
+        pthread_attr_t attributes;
+        pthread_attr_init(&attributes);
+        pthread_attr_setstacksize(&attributes, stack_size);
+        const auto run = [](void* watcher) -> void* {
+            static_cast<InterruptWatcher*>(watcher)->watch();
+            return nullptr;
+        };
+        const int error = pthread_create(&thread_, &attributes, run, this);
+        pthread_attr_destroy(&attributes);
+        running_ = error == 0;
+        return error;
+    }
+
     void watch() {
-        int signal_number = 0;
-        if (sigwait(&signals_, &signal_number) == 0) {
-            run_.interrupted(signal_number);  // returns only if the main thread is done
+        const timespec tenth_of_a_second{0, 100'000'000};
+        const timespec* wake_up = run_.shows_progress() ? &tenth_of_a_second : nullptr;
+        for (;;) {
+            const int signal_number = sigtimedwait(&signals_, nullptr, wake_up);
+            if (signal_number > 0) {
+                run_.interrupted(signal_number);  // returns only if the main thread is done
+                return;
+            }
+            if (errno == EAGAIN) {
+                run_.tick();  // a tenth of a second went by; EINTR: wait again
+            }
         }
     }
 
     RunState& run_;
     sigset_t signals_;
     sigset_t previous_mask_;
-    std::thread thread_;
+    pthread_t thread_{};
+    bool running_ = false;
 };
 
 void print_internal_error(const StageInfo& stage, const std::string& message) {
     std::fprintf(stderr, "%s: internal error: %s\n", stage.name.c_str(), message.c_str());
 }
 
-}  // namespace
-
-int run_stage(int argc, char** argv, const StageInfo& stage) {
-    CliOptions cli;
-    try {
-        cli = parse_cli(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), stage);
-    } catch (const UsageError& error) {
-        std::fprintf(stderr, "%s: %s\ntry '%s --help'\n", stage.name.c_str(), error.what(),
-                     stage.name.c_str());
-        return 2;
+// Descriptors this process has open now, counted in /proc/self/fd; -1 if that cannot be read.
+long descriptors_in_use() {
+    DIR* directory = opendir("/proc/self/fd");
+    if (directory == nullptr) {
+        return -1;
     }
-    if (cli.help) {
-        std::fputs(usage_text(stage).c_str(), stdout);
-        std::fflush(stdout);
-        return 0;
+    long entries = 0;
+    while (readdir(directory) != nullptr) {
+        ++entries;
     }
+    closedir(directory);
+    return entries - 3;  // not ".", "..", nor the descriptor reading the directory
+}
 
-    // The trace file is created before anything is sent: a path that cannot be written is bad
-    // usage, better found now than after a long run.
-    // After an internal error it is closed empty: there are no results to draw.
-    std::unique_ptr<std::FILE, FileCloser> trace_file;
-    if (!cli.trace_path.empty()) {
-        trace_file.reset(std::fopen(cli.trace_path.c_str(), "w"));
-        if (trace_file == nullptr) {
-            std::fprintf(stderr, "%s: --trace '%s': %s\n", stage.name.c_str(),
-                         cli.trace_path.c_str(), errno_message("fopen", errno).c_str());
-            return 2;
-        }
+// How many requests to keep in flight: --concurrency, or fewer when the descriptor limit would not
+// let that many sockets be open at once. Each request in flight holds a socket, and a request that
+// finds no descriptor fails (`limit`): under `ulimit -n 64`, 1000 requests at once would fail 940
+// of them. Kept below the limit, the rest wait for a slot and every one of them gets through. The
+// room is the limit less what is open now (stdio, a --trace file) and a few spare: epoll's own
+// descriptor, and stage 03 opens a socket to a request's next address before it closes the last.
+// Says so once on stderr when it lowers the number.
+//
+// Stage 01 sends one request at a time and needs one socket. 06_tiny is left as it is: it has no
+// limit on purpose (06_coroutines adds one, and that is part of the lesson), and refuses
+// --concurrency; a request of it that finds no descriptor fails with `limit`, and the report's
+// error lines say "socket: Too many open files".
+std::size_t concurrency_for_descriptors(const StageInfo& stage, const CliOptions& cli,
+                                        long descriptor_limit) {
+    if (stage.one_at_a_time) {
+        return 1;
     }
+    if (is_refused(stage, "--concurrency")) {
+        return cli.concurrency;
+    }
+    constexpr long spare = 8;
+    const long in_use = descriptors_in_use();
+    if (descriptor_limit < 0 || in_use < 0) {
+        return cli.concurrency;  // nothing known to go by
+    }
+    const auto room = static_cast<std::size_t>(std::max(1L, descriptor_limit - in_use - spare));
+    const std::size_t wanted = cli.concurrency == 0 ? cli.requests : cli.concurrency;
+    if (wanted <= room) {
+        return cli.concurrency;
+    }
+    std::fprintf(stderr, "%s: at most %zu requests in flight: the descriptor limit is %ld\n",
+                 stage.name.c_str(), room, descriptor_limit);
+    return room;
+}
 
+// Everything after parsing the command line and opening the --trace file: resolve, fetch, report.
+// Returns the exit status.
+int fetch_and_report(const StageInfo& stage, const CliOptions& cli,
+                     std::unique_ptr<std::FILE, FileCloser> trace_file) {
     RunState run(stage, cli);
-    InterruptWatcher watcher(run);  // first: before anything can start a thread
-    raise_open_file_limit();
+    InterruptWatcher watcher(run, stage);  // first: before anything can start a thread
+    const long descriptor_limit = raise_open_file_limit();
 
     // Resolve once, before any fetching: getaddrinfo blocks (see common/address.cpp).
     std::vector<Address> addresses;
@@ -578,9 +688,8 @@ int run_stage(int argc, char** argv, const StageInfo& stage) {
         failed.error_message = resolve_error;
         results.assign(cli.requests, failed);
     } else {
-        std::vector<Request> requests(cli.requests, Request{cli.url, addresses});
         Options options;
-        options.concurrency = stage.one_at_a_time ? 1 : cli.concurrency;
+        options.concurrency = concurrency_for_descriptors(stage, cli, descriptor_limit);
         options.timeout = cli.timeout;
         // The report counts body bytes and reads no header: keeping them would only cost memory.
         options.body_cap = 0;
@@ -588,10 +697,17 @@ int run_stage(int argc, char** argv, const StageInfo& stage) {
         options.on_result = [&run](std::size_t index, const Result& result) {
             run.record(index, result);
         };
+        // Room for the results, taken now (address space only: nothing is written to it unless it
+        // is used). If memory runs out while fetching, the report is still made, from what was
+        // recorded, in this room. fetch_all's own vector takes its place otherwise.
+        results.reserve(cli.requests);
         run.fetch_started();
         Clock::time_point started = Clock::now();
         try {
+            const std::vector<Request> requests(cli.requests, Request{cli.url, addresses});
             results = stage.fetch_all(requests, options);
+        } catch (const std::bad_alloc&) {
+            run.fail_unfinished_for_memory(results);
         } catch (const std::exception& error) {
             watcher.stop();
             run.erase_progress_line();
@@ -624,6 +740,48 @@ int run_stage(int argc, char** argv, const StageInfo& stage) {
                   write_trace(trace_file.release(), cli.trace_path, format_trace(trace_run, results),
                               stage);
     return report.failed == 0 && traced ? 0 : 1;
+}
+
+}  // namespace
+
+int run_stage(int argc, char** argv, const StageInfo& stage) {
+    open_standard_streams();  // first: the trace file and the sockets must not become stdout
+    CliOptions cli;
+    try {
+        cli = parse_cli(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), stage);
+    } catch (const UsageError& error) {
+        std::fprintf(stderr, "%s: %s\ntry '%s --help'\n", stage.name.c_str(), error.what(),
+                     stage.name.c_str());
+        return 2;
+    }
+    if (cli.help) {
+        std::fputs(usage_text(stage).c_str(), stdout);
+        std::fflush(stdout);
+        return 0;
+    }
+
+    // The trace file is created before anything is sent: a path that cannot be written is bad
+    // usage, better found now than after a long run.
+    // After an internal error it is closed empty: there are no results to draw.
+    std::unique_ptr<std::FILE, FileCloser> trace_file;
+    if (!cli.trace_path.empty()) {
+        trace_file.reset(std::fopen(cli.trace_path.c_str(), "w"));
+        if (trace_file == nullptr) {
+            std::fprintf(stderr, "%s: --trace '%s': %s\n", stage.name.c_str(),
+                         cli.trace_path.c_str(), errno_message("fopen", errno).c_str());
+            return 2;
+        }
+    }
+
+    try {
+        return fetch_and_report(stage, cli, std::move(trace_file));
+    } catch (const std::bad_alloc&) {
+        // No room even for the record of each request, or for the report. (Memory that runs out
+        // while fetching fails requests with `limit`, and the report says so.)
+        std::fprintf(stderr, "%s: out of memory: no room for the report of %zu requests\n",
+                     stage.name.c_str(), cli.requests);
+        return 1;
+    }
 }
 
 }  // namespace sixways

@@ -31,6 +31,8 @@ void Result::fail(ErrorKind kind, std::string message) {
     timing.done = Clock::now();
 }
 
+void fail_out_of_memory(Result& result) noexcept { result.fail(ErrorKind::limit, "out of memory"); }
+
 ErrorKind kind_for_errno(int error_number, ErrorKind otherwise) {
     switch (error_number) {
         case EMFILE:         // this process has no descriptor left (RLIMIT_NOFILE)

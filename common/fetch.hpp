@@ -88,6 +88,12 @@ std::string timeout_message(Duration timeout, const char* phase);
 // would have returned had it blocked (ECONNREFUSED, ETIMEDOUT, ...), read with getsockopt(SO_ERROR).
 int connect_error(int fd);
 
+// Makes `result` final with ErrorKind::limit and "out of memory", for a request that met
+// std::bad_alloc: memory is a resource that runs out like descriptors and threads. Needs no memory
+// itself (std::string keeps text this short in a buffer of its own, up to 15 characters in
+// libstdc++), so it is safe to call where memory has just run out.
+void fail_out_of_memory(Result& result) noexcept;
+
 // The phase a request is in, read from the times it has reached so far: "connecting" until it is
 // connected, "sending" until the request is sent, "waiting" until the first byte of the response
 // arrives, "receiving" after that. For timeout_message.

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -30,6 +31,7 @@
 
 #include "common/duration.hpp"
 #include "common/json_reader.hpp"
+#include "common/standard_streams.hpp"
 #include "common/url.hpp"
 #include "lab/compare.hpp"
 #include "lab/compare_process.hpp"
@@ -370,21 +372,27 @@ bool stop_requested() {
 
 // ---- Progress (stderr, only on a terminal) ----
 
+// One line on stderr, rewritten in place: which run of how many, which program and N, run k of K,
+// and how long this run and the whole comparison have taken so far. The clocks move on while a run
+// goes (tick), so a long one (stage 01 at N = 100 takes 10 s) shows that it is still going. Only on
+// a terminal: in a pipe or a file it would be noise.
 class Progress {
 public:
-    explicit Progress(std::size_t total) : total_(total), shown_(isatty(STDERR_FILENO) == 1) {}
+    explicit Progress(std::size_t total)
+        : total_(total), shown_(isatty(STDERR_FILENO) == 1), started_(sixways::Clock::now()) {}
 
-    void show(const std::string& what) {
-        if (!shown_) {
-            return;
-        }
+    bool shown() const { return shown_; }
+
+    // A run begins: "04_callbacks, N = 1000, run 1 of 3".
+    void start(const std::string& what) {
         ++done_;
-        std::string line = "[" + std::to_string(done_) + "/" + std::to_string(total_) + "] " + what;
-        std::size_t width = std::max(line.size(), width_);
-        line.resize(width, ' ');
-        width_ = width;
-        std::cerr << "\r" << line << std::flush;
+        what_ = what;
+        run_started_ = sixways::Clock::now();
+        show();
     }
+
+    // While the run goes: the same line, its clocks moved on.
+    void tick() { show(); }
 
     void erase() {
         if (shown_ && width_ > 0) {
@@ -394,10 +402,30 @@ public:
     }
 
 private:
+    void show() {
+        if (!shown_) {
+            return;
+        }
+        const sixways::Clock::time_point now = sixways::Clock::now();
+        char clocks[64];
+        std::snprintf(clocks, sizeof clocks, ", %.1f s (%.0f s in all)",
+                      std::chrono::duration<double>(now - run_started_).count(),
+                      std::chrono::duration<double>(now - started_).count());
+        std::string line = "[" + std::to_string(done_) + "/" + std::to_string(total_) + "] " + what_ +
+                           clocks;
+        std::size_t width = std::max(line.size(), width_);
+        line.resize(width, ' ');
+        width_ = width;
+        std::cerr << "\r" << line << std::flush;
+    }
+
     std::size_t total_;
     std::size_t done_ = 0;
     bool shown_;
     std::size_t width_ = 0;
+    sixways::Clock::time_point started_;      // of the whole comparison
+    sixways::Clock::time_point run_started_;  // of the run in progress
+    std::string what_;
 };
 
 // ---- One run ----
@@ -411,10 +439,14 @@ std::string last_line(const std::string& text) {
 
 // Runs `program` once; adds its report to `row`, or a note about why there is none.
 void run_once(const Program& program, std::size_t n, const std::string& url,
-              const Options& options, Row& row) {
+              const Options& options, Row& row, Progress& progress) {
     Duration limit = sixways::lab::time_limit(program, n, options.concurrency, options.delay);
+    std::function<void()> tick;
+    if (progress.shown()) {
+        tick = [&progress] { progress.tick(); };
+    }
     ChildOutcome outcome = sixways::lab::run_to_end(
-        sixways::lab::command_line(program, n, options.concurrency, url), limit, stop_pipe[0]);
+        sixways::lab::command_line(program, n, options.concurrency, url), limit, stop_pipe[0], tick);
     ++row.attempts;
     if (outcome.stopped) {
         row.note = "stopped by Ctrl-C";
@@ -580,9 +612,9 @@ int compare(const Options& options) {
             if (row.note.rfind("skipped", 0) == 0) {
                 continue;
             }
-            progress.show(row.program + ", N = " + std::to_string(row.requests) + ", run " +
-                          std::to_string(run) + " of " + std::to_string(options.runs));
-            run_once(*jobs[i].program, row.requests, jobs[i].target->url, options, row);
+            progress.start(row.program + ", N = " + std::to_string(row.requests) + ", run " +
+                           std::to_string(run) + " of " + std::to_string(options.runs));
+            run_once(*jobs[i].program, row.requests, jobs[i].target->url, options, row, progress);
             stopped = stop_requested();
         }
     }
@@ -675,6 +707,7 @@ int compare(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    sixways::open_standard_streams();  // first: see common/standard_streams.hpp
     Options options;
     try {
         options = parse_options(std::vector<std::string>(argv + 1, argv + argc));

@@ -153,7 +153,8 @@ std::string ChildOutcome::describe(Duration limit) const {
     return "exit " + std::to_string(exit_code);
 }
 
-ChildOutcome run_to_end(const std::vector<std::string>& argv, Duration limit, int stop_fd) {
+ChildOutcome run_to_end(const std::vector<std::string>& argv, Duration limit, int stop_fd,
+                        const std::function<void()>& while_waiting) {
     ChildOutcome outcome;
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0) {
@@ -182,9 +183,14 @@ ChildOutcome run_to_end(const std::vector<std::string>& argv, Duration limit, in
         pollfd fds[3] = {{out_open ? out[0] : -1, POLLIN, 0},
                          {err_open ? err[0] : -1, POLLIN, 0},
                          {stop_fd, POLLIN, 0}};
-        int ready = poll(fds, 3, milliseconds_until(deadline));
+        // Woken a tenth of a second at the latest when someone is waiting to be called.
+        const int wait_ms = milliseconds_until(deadline);
+        int ready = poll(fds, 3, while_waiting ? std::min(wait_ms, 100) : wait_ms);
         if (ready < 0 && errno != EINTR) {
             break;
+        }
+        if (while_waiting) {
+            while_waiting();
         }
         if (fds[0].revents != 0) {
             out_open = drain(out[0], outcome.out);

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,9 @@ struct ChildOutcome {
 // Runs argv (argv[0] is a path) with stdin from /dev/null, collects its output and waits for it to
 // end, at most `limit`: then it is killed (SIGKILL). When `stop_fd` (if >= 0) becomes readable, the
 // child is killed at once and `stopped` is set: that is how Ctrl-C reaches a run in progress.
-ChildOutcome run_to_end(const std::vector<std::string>& argv, Duration limit, int stop_fd);
+// `while_waiting`, if given, is called about ten times a second until then (a progress line).
+ChildOutcome run_to_end(const std::vector<std::string>& argv, Duration limit, int stop_fd,
+                        const std::function<void()>& while_waiting = {});
 
 // `build/bin/labserver --port 0 --delay D` in the background, for as long as this object lives.
 class LabServerProcess {

@@ -364,6 +364,10 @@ void LabServer::Impl::run() {
         // Each descriptor appears at most once in a batch, and a connection is only ever closed by
         // the handler of its own event (or by a timer, which runs outside the batch), so an event
         // below never reaches a new connection that reused a closed one's descriptor number.
+        // Except in one case: close() takes a socket out of epoll only once no other process
+        // holds a copy of it, and a process that starts a child (as the tests do, with this server
+        // on a thread of theirs) lends the child a copy of every descriptor until its exec closes
+        // them. An event can then come for a connection already closed; it is skipped.
         for (int i = 0; i < count; ++i) {
             const int fd = events[i].data.fd;
             if (fd == wake_fd) {
@@ -373,8 +377,8 @@ void LabServer::Impl::run() {
             }
             if (std::find(listeners.begin(), listeners.end(), fd) != listeners.end()) {
                 accept_connections(fd);
-            } else {
-                handle_event(*connections[fd], events[i].events);
+            } else if (Connection* connection = connections[fd].get()) {
+                handle_event(*connection, events[i].events);
             }
         }
     }

@@ -14,6 +14,7 @@
 
 #include "common/duration.hpp"
 #include "common/limits.hpp"
+#include "common/standard_streams.hpp"
 #include "lab/labserver.hpp"
 
 namespace {
@@ -75,6 +76,7 @@ bool parse_port(const std::string& text, std::uint16_t& port) {
 
 int main(int argc, char** argv) {
     static_assert(std::atomic<LabServer*>::is_always_lock_free);
+    sixways::open_standard_streams();  // first: see common/standard_streams.hpp
     LabServerOptions options;
     std::vector<std::string> hosts;
     const std::vector<std::string> args(argv + 1, argv + argc);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -42,21 +43,43 @@ std::string system_error(const char* call, int error_number) {
 }  // namespace
 
 ChildOutput run_program(const std::string& program, const std::vector<std::string>& args,
-                        Duration bound) {
+                        Duration bound, const ChildStreams& streams) {
     // O_CLOEXEC: the child sees only the ends that posix_spawn moves onto its stdout and stderr, so
     // each pipe reaches end-of-file as soon as the child (and nothing else) has closed it.
     int out_fds[2];
     int err_fds[2];
     if (::pipe2(out_fds, O_CLOEXEC) != 0) throw std::runtime_error(system_error("pipe2", errno));
     Descriptor out_read(out_fds[0]), out_write(out_fds[1]);
-    if (::pipe2(err_fds, O_CLOEXEC) != 0) throw std::runtime_error(system_error("pipe2", errno));
+    if (streams.stderr_on_terminal) {
+        // The terminal's two ends: the child writes to the second, we read from the first. When
+        // the child is gone, reading the first fails with EIO, which ends it as end-of-file does.
+        if (::openpty(&err_fds[0], &err_fds[1], nullptr, nullptr, nullptr) != 0) {
+            throw std::runtime_error(system_error("openpty", errno));
+        }
+        ::fcntl(err_fds[0], F_SETFD, FD_CLOEXEC);
+        ::fcntl(err_fds[1], F_SETFD, FD_CLOEXEC);
+    } else if (::pipe2(err_fds, O_CLOEXEC) != 0) {
+        throw std::runtime_error(system_error("pipe2", errno));
+    }
     Descriptor err_read(err_fds[0]), err_write(err_fds[1]);
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, out_write.get(), STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, err_write.get(), STDERR_FILENO);
+    if (streams.close_stdin) {
+        posix_spawn_file_actions_addclose(&actions, STDIN_FILENO);
+    } else {
+        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    }
+    if (streams.close_stdout) {
+        posix_spawn_file_actions_addclose(&actions, STDOUT_FILENO);
+    } else {
+        posix_spawn_file_actions_adddup2(&actions, out_write.get(), STDOUT_FILENO);
+    }
+    if (streams.close_stderr) {
+        posix_spawn_file_actions_addclose(&actions, STDERR_FILENO);
+    } else {
+        posix_spawn_file_actions_adddup2(&actions, err_write.get(), STDERR_FILENO);
+    }
 
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(program.c_str()));
@@ -72,6 +95,7 @@ ChildOutput run_program(const std::string& program, const std::vector<std::strin
     // reaching end-of-file.
     out_write.reset();
     err_write.reset();
+    if (streams.started) streams.started(pid);
 
     ChildOutput output;
     const auto deadline = Clock::now() + bound;

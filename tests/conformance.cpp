@@ -13,18 +13,22 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
 
 #include "common/address.hpp"
 #include "common/json_reader.hpp"
+#include "common/limits.hpp"
 #include "common/url.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
@@ -766,4 +770,274 @@ TEST_P(Conformance, CommandLineExitsOneAndCountsConnectErrorsWhenRefused) {
     ASSERT_NE(errors, nullptr);
     EXPECT_EQ(number_in(*errors, "connect"), 3) << output.out;
     EXPECT_NE(output.err.find("refused"), std::string::npos) << "stderr counts each error message: " << output.err;
+}
+
+// ---- The command line in a hostile world: closed streams, few descriptors, little memory ----
+
+namespace {
+
+std::string contents_of(const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+}
+
+bool has_prlimit() { return ::access("/usr/bin/prlimit", X_OK) == 0; }
+
+// How many times `part` occurs in `text`.
+std::size_t occurrences(const std::string& text, const std::string& part) {
+    std::size_t count = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) {
+        ++count;
+    }
+    return count;
+}
+
+// The smallest address space, in MiB, in which the binary can be loaded at all (its code and
+// libraries): the smallest cap under which `binary --help` succeeds. Caps in the tests count from
+// there, so that they mean the same on a machine whose libraries are larger.
+long smallest_address_space_mib(const std::string& binary) {
+    for (long mib = 2; mib <= 256; ++mib) {
+        const auto output = sixways::conformance::run_program(
+            "/usr/bin/prlimit", {"--as=" + std::to_string(mib << 20), "--", binary, "--help"}, 20s);
+        if (output.exit_status == 0) return mib;
+    }
+    return -1;
+}
+
+}  // namespace
+
+// Started with stdout closed (`stage ... >&-`), the first file the program opens would get number 1
+// and become its stdout: the trace file, here, with the report written into the middle of its JSON.
+TEST_P(Conformance, CommandLineWithStdoutClosedKeepsTheTraceFileJson) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::string trace = ::testing::TempDir() + GetParam().name + "_stdout_closed.json";
+    sixways::conformance::ChildStreams streams;
+    streams.close_stdout = true;
+    const auto output = sixways::conformance::run_program(
+        GetParam().binary, {"3", "--url", server.url("/"), "--trace", trace}, 20s, streams);
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    const std::string text = contents_of(trace);
+    EXPECT_NO_THROW(sixways::parse_json(text)) << text;
+    EXPECT_EQ(text.find(", 3 ok, 0 failed, "), std::string::npos)
+        << "the report went into the trace: " << text;
+    std::remove(trace.c_str());
+}
+
+// The same with stderr closed: the trace file gets number 2, where the count of each error message
+// goes.
+TEST_P(Conformance, CommandLineWithStderrClosedKeepsTheTraceFileJson) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    const std::string url = "http://127.0.0.1:" + std::to_string(port_with_nothing_listening()) + "/";
+    const std::string trace = ::testing::TempDir() + GetParam().name + "_stderr_closed.json";
+    sixways::conformance::ChildStreams streams;
+    streams.close_stderr = true;
+    const auto output = sixways::conformance::run_program(
+        GetParam().binary, {"3", "--url", url, "--timeout", "1s", "--trace", trace}, 20s, streams);
+    EXPECT_EQ(output.exit_status, 1) << "three refused connections";
+    EXPECT_TRUE(output.out.starts_with(GetParam().name + ": 3 requests")) << output.out;
+    const std::string text = contents_of(trace);
+    EXPECT_NO_THROW(sixways::parse_json(text)) << text;
+    EXPECT_EQ(text.find("3 x connect"), std::string::npos) << "stderr went into the trace: " << text;
+    std::remove(trace.c_str());
+}
+
+// And with all three closed, a run goes as usual.
+TEST_P(Conformance, CommandLineWithEveryStandardStreamClosedFetchesAndTraces) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::string trace = ::testing::TempDir() + GetParam().name + "_streams_closed.json";
+    sixways::conformance::ChildStreams streams;
+    streams.close_stdin = streams.close_stdout = streams.close_stderr = true;
+    const auto output = sixways::conformance::run_program(
+        GetParam().binary, {"3", "--url", server.url("/"), "--trace", trace}, 20s, streams);
+    EXPECT_EQ(output.exit_status, 0);
+    const std::string text = contents_of(trace);
+    EXPECT_NO_THROW(sixways::parse_json(text)) << text;
+    raw_get(server, "/sentinel");
+    EXPECT_EQ(server.stats().requests, 4u) << "three requests and the sentinel, nothing else";
+    std::remove(trace.c_str());
+}
+
+// With stdout closed, the first socket got number 1: after Ctrl-C, the partial report (printed to
+// stdout) went to the server on the request's connection. The server must get the request only.
+TEST_P(Conformance, CommandLineInterruptedWithStdoutClosedSendsTheServerOnlyItsRequest) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    SilentServer server;
+    std::string received;
+    std::string problem;
+    std::thread peer;
+    sixways::conformance::ChildStreams streams;
+    streams.close_stdout = true;
+    // The server's side, on a thread of its own: the whole request, then Ctrl-C, then whatever
+    // else comes until the program has exited and its socket is closed.
+    streams.started = [&](pid_t pid) {
+        peer = std::thread([&, pid] {
+            try {
+                const int fd = server.accept();
+                char buffer[4096];
+                bool interrupted = false;
+                for (;;) {
+                    pollfd entry{fd, POLLIN, 0};
+                    if (::poll(&entry, 1, 10'000) != 1) break;
+                    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+                    if (n <= 0) break;
+                    received.append(buffer, static_cast<std::size_t>(n));
+                    if (!interrupted && received.find("\r\n\r\n") != std::string::npos) {
+                        ::kill(pid, SIGINT);
+                        interrupted = true;
+                    }
+                }
+                ::close(fd);
+            } catch (const std::exception& error) {
+                problem = error.what();
+                ::kill(pid, SIGINT);
+            }
+        });
+    };
+    const auto output = sixways::conformance::run_program(
+        GetParam().binary, {"1", "--url", server.url(), "--timeout", "20"}, 30s, streams);
+    peer.join();
+    EXPECT_EQ(problem, "");
+    EXPECT_EQ(output.exit_status, 130) << output.err;
+    const auto end_of_request = received.find("\r\n\r\n");
+    ASSERT_NE(end_of_request, std::string::npos) << received;
+    EXPECT_EQ(received.substr(end_of_request + 4), "") << "sent to the server after the request";
+}
+
+// Under `ulimit -n 64`, 300 requests at once would find a descriptor for only about 60 of them. The
+// command line keeps the requests in flight within the limit instead, says so once, and every
+// request gets through. Stage 01 has one request in flight and needs no such line.
+TEST_P(Conformance, CommandLineKeepsRequestsInFlightWithinTheDescriptorLimit) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    if (!has_prlimit()) GTEST_SKIP() << "needs /usr/bin/prlimit (util-linux)";
+    sixways::raise_open_file_limit();  // the lab server in this process holds the other ends
+    LabServer server(on_loopback(100ms));
+    server.start();
+    const int count = GetParam().one_at_a_time ? 20 : 300;
+    const auto output = sixways::conformance::run_program(
+        "/usr/bin/prlimit",
+        {"--nofile=64", "--", GetParam().binary, std::to_string(count), "--url", server.url("/"),
+         "--json"},
+        60s);
+    ASSERT_FALSE(output.killed);
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    const Json report = json_report(output);
+    EXPECT_EQ(number_in(report, "ok"), count) << output.out;
+    EXPECT_LE(number_in(report, "concurrency"), 64) << output.out;
+    const std::size_t lines = occurrences(output.err, " requests in flight: the descriptor limit is 64\n");
+    EXPECT_EQ(lines, GetParam().one_at_a_time ? 0u : 1u) << output.err;
+    EXPECT_EQ(occurrences(output.err, "\n"), lines) << "nothing else on stderr: " << output.err;
+}
+
+// Capped at a small address space (`ulimit -v`), a run must still end with its report: every
+// request either got its response or failed with `limit` ("out of memory"); no abort, no internal
+// error, and no "Task was destroyed but it is pending!" for each task left behind. The caps count
+// up in steps of 1 MiB from the least the binary needs to be loaded at all: the smallest leave room
+// for no request, and somewhere on the way memory runs out for some requests only. Those fail, and
+// the others get through: memory runs out for a request, not for the whole run.
+TEST_P(Conformance, CommandLineReportsEveryRequestWhenAddressSpaceIsScarce) {
+#ifdef SIXWAYS_SANITIZE_SHADOW_MEMORY
+    GTEST_SKIP() << "a sanitizer's shadow memory does not fit under a cap on address space";
+#endif
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    if (!has_prlimit()) GTEST_SKIP() << "needs /usr/bin/prlimit (util-linux)";
+    const int count = GetParam().one_at_a_time ? 3 : 5000;
+    // The lab server, in this process, holds the other end of every connection.
+    if (sixways::raise_open_file_limit() < 2 * count + 500) GTEST_SKIP() << "needs more descriptors";
+    const long smallest = smallest_address_space_mib(GetParam().binary);
+    ASSERT_GT(smallest, 0) << GetParam().binary << " --help does not run under any cap";
+    LabServer server(on_loopback(100ms));
+    server.start();
+    int some_through = 0;  // caps under which some requests got through and the others failed
+    for (long more = 2; more <= 11; ++more) {
+        const long cap = (smallest + more) << 20;
+        SCOPED_TRACE("--as=" + std::to_string(cap) + " (" + std::to_string(smallest + more) + " MiB)");
+        const auto output = sixways::conformance::run_program(
+            "/usr/bin/prlimit",
+            {"--as=" + std::to_string(cap), "--", GetParam().binary, std::to_string(count), "--url",
+             server.url("/"), "--json"},
+            60s);
+        ASSERT_FALSE(output.killed);
+        EXPECT_TRUE(output.exit_status == 0 || output.exit_status == 1)
+            << "exit status " << output.exit_status << ": " << output.err;
+        const Json report = json_report(output);
+        const double ok = number_in(report, "ok");
+        EXPECT_EQ(ok + number_in(report, "failed"), count) << output.out;
+        const Json* errors = report.find("errors");
+        ASSERT_NE(errors, nullptr) << output.out;
+        for (const std::string& kind : errors->keys) {
+            EXPECT_EQ(kind, "limit") << output.out;
+        }
+        EXPECT_EQ(output.err.find("Task was destroyed"), std::string::npos) << output.err;
+        EXPECT_EQ(output.err.find("terminate"), std::string::npos) << output.err;
+        EXPECT_EQ(output.err.find("internal error"), std::string::npos) << output.err;
+        some_through += ok > 0 && ok < count ? 1 : 0;
+    }
+    if (!GetParam().one_at_a_time) {
+        EXPECT_GT(some_through, 0);
+    }
+}
+
+// The thread that waits for Ctrl-C is the first the program starts. With none to be had, the run
+// goes on without it, and says once that Ctrl-C will then end it without a report. No thread is
+// to be had as a user id that owns no other process, allowed one (RLIMIT_NPROC, which root
+// ignores: hence the change of user, as in stage 02's own test of refused threads).
+TEST_P(Conformance, CommandLineRunsWithoutItsCtrlCThreadWhenNoThreadIsLeft) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run the binary as another user";
+    if (::access("/usr/bin/setpriv", X_OK) != 0 || !has_prlimit()) {
+        GTEST_SKIP() << "needs /usr/bin/setpriv and /usr/bin/prlimit (util-linux)";
+    }
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::string user = std::to_string(40000 + ::getpid() % 20000);
+    const auto output = sixways::conformance::run_program(
+        "/usr/bin/setpriv",
+        {"--reuid=" + user, "--regid=" + user, "--clear-groups", "/usr/bin/prlimit", "--nproc=1",
+         "--", GetParam().binary, "3", "--url", server.url("/"), "--json"},
+        30s);
+    ASSERT_FALSE(output.killed);
+    EXPECT_TRUE(output.exit_status == 0 || output.exit_status == 1)
+        << "exit status " << output.exit_status << ": " << output.err;
+    const Json report = json_report(output);
+    EXPECT_EQ(number_in(report, "ok") + number_in(report, "failed"), 3) << output.out;
+    EXPECT_EQ(occurrences(output.err, "Ctrl-C will end the run without a report"), 1u) << output.err;
+}
+
+// On a terminal, stderr shows how far the run has got: requests done of N, failed, and the time
+// since the first started; the clock moves on while no request finishes (each takes a second here).
+TEST_P(Conformance, CommandLineShowsProgressOnATerminal) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    LabServer server(on_loopback(1s));
+    server.start();
+    sixways::conformance::ChildStreams terminal;
+    terminal.stderr_on_terminal = true;
+    const auto output = sixways::conformance::run_program(
+        GetParam().binary, {"2", "--url", server.url("/")}, 30s, terminal);
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    EXPECT_NE(output.err.find(GetParam().name + ": 0/2 done, 0 failed, 0."), std::string::npos)
+        << "no line before the first request finished: " << output.err;
+    EXPECT_NE(output.err.find(" s\r"), std::string::npos) << output.err;
+    EXPECT_TRUE(output.out.starts_with(GetParam().name + ": 2 requests")) << output.out;
+}
+
+// Not with --json (the terminal is left to whoever reads the JSON), and not in a pipe.
+TEST_P(Conformance, CommandLineShowsNoProgressWithJsonOrOffATerminal) {
+    if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
+    LabServer server(on_loopback(300ms));
+    server.start();
+    sixways::conformance::ChildStreams terminal;
+    terminal.stderr_on_terminal = true;
+    const auto json = sixways::conformance::run_program(
+        GetParam().binary, {"2", "--url", server.url("/"), "--json"}, 30s, terminal);
+    EXPECT_EQ(json.exit_status, 0) << json.err;
+    EXPECT_EQ(json.err, "") << "on a terminal, with --json";
+    const auto piped = run_cli(GetParam(), {"2", "--url", server.url("/")});
+    EXPECT_EQ(piped.exit_status, 0) << piped.err;
+    EXPECT_EQ(piped.err, "") << "in a pipe";
 }

@@ -28,6 +28,7 @@ struct StageUnderTest {
     sixways::FetchAll fetch_all;
     std::string binary;         // path of the stage's executable, for the command-line cases;
                                 // empty skips them
+    bool one_at_a_time = false;  // its command line sends one request at a time (01_blocking)
 };
 
 // What GoogleTest prints for a parameter ("GetParam() = 01_blocking").

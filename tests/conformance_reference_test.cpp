@@ -6,5 +6,5 @@
 INSTANTIATE_TEST_SUITE_P(Reference, Conformance,
                          testing::Values(StageUnderTest{"conformance_reference_cli",
                                                         &sixways::conformance_reference::fetch_all,
-                                                        STAGE_BINARY}),
+                                                        STAGE_BINARY, true}),
                          StageName());

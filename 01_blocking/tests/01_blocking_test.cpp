@@ -98,5 +98,5 @@ TEST(Blocking, FailsARequestThatFindsNoDescriptorWithLimitAndGoesOn) {
 
 INSTANTIATE_TEST_SUITE_P(Blocking, Conformance,
                          testing::Values(StageUnderTest{"01_blocking", &sixways::blocking::fetch_all,
-                                                        STAGE_BINARY}),
+                                                        STAGE_BINARY, true}),
                          StageName());

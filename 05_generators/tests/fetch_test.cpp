@@ -289,28 +289,29 @@ TEST(FetchLoop, TheStraightAndTheSplitFetchGiveTheSameResults) {
     EXPECT_EQ(straight[1].response.body_bytes, 300000u);
 }
 
-// Descriptors run out: the requests that get none fail with `limit`, the others still complete.
-// Run as a separate process under a low descriptor limit (ulimit sets the hard limit too, so the
-// stage cannot raise it back), with its JSON report read back.
+// Descriptors run out: a request that gets none fails with `limit`, and the run goes on. This is
+// the library call: the command line keeps the requests in flight within the descriptor limit, so
+// its runs no longer get there. The limit is low while the first request starts, then back up.
 TEST(FetchLoop, RunningOutOfDescriptorsGivesLimitErrorsAndTheRunCarriesOn) {
-    lab::LabServer server(on_loopback(100ms));
+#ifdef SIXWAYS_SANITIZE_UNDEFINED
+    GTEST_SKIP() << "UBSan's vptr check needs a pipe() to probe memory, and this test leaves no "
+                    "descriptor free: it would report a false error. The other builds run it.";
+#endif
+    lab::LabServer server(on_loopback(0ms));
     server.start();
-    const conformance::ChildOutput output = conformance::run_program(
-        "/bin/sh",
-        {"-c", "ulimit -n 32 && exec \"$0\" \"$@\"", STAGE_BINARY, "100", "--url", server.url("/"),
-         "--json"},
-        20s);
-    ASSERT_FALSE(output.killed);
-    EXPECT_EQ(output.exit_status, 1) << output.err;
-    const sixways::Json report = sixways::parse_json(output.out);
-    const sixways::Json* ok = report.find("ok");
-    const sixways::Json* errors = report.find("errors");
-    ASSERT_TRUE(ok && errors) << output.out;
-    const sixways::Json* limit = errors->find("limit");
-    ASSERT_TRUE(limit) << output.out;
-    EXPECT_GT(ok->number, 0) << output.out;
-    EXPECT_GT(limit->number, 0) << output.out;
-    EXPECT_EQ(ok->number + limit->number, 100) << output.out;
+    const std::vector<Request> requests = {request_for(server.url("/first")),
+                                           request_for(server.url("/second")),
+                                           request_for(server.url("/third"))};
+    testing_support::DescriptorsLeft one_descriptor_left(1);  // for the loop's epoll; then none
+    Options options = testing_support::with_timeout(5s);
+    options.on_result = [&](std::size_t, const Result&) { one_descriptor_left.restore(); };
+    const std::vector<Result> results = fetch_all(requests, options);
+
+    ASSERT_EQ(results.size(), 3u);
+    EXPECT_EQ(results[0].error, ErrorKind::limit);
+    EXPECT_EQ(results[0].error_message, "socket: Too many open files");
+    EXPECT_TRUE(results[1].ok()) << results[1].error_message;
+    EXPECT_TRUE(results[2].ok()) << results[2].error_message;
 }
 
 }  // namespace

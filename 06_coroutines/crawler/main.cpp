@@ -2,5 +2,9 @@
 //       [--exclude REGEX] [--strict|--lenient] [--timeout DURATION] [--resolve HOST:PORT:ADDR]
 //       [--json] [--help]
 #include "06_coroutines/crawler/cli.hpp"
+#include "common/standard_streams.hpp"
 
-int main(int argc, char** argv) { return sixways::crawler::run_crawl(argc, argv); }
+int main(int argc, char** argv) {
+    sixways::open_standard_streams();  // first: see common/standard_streams.hpp
+    return sixways::crawler::run_crawl(argc, argv);
+}

@@ -15,6 +15,7 @@
 
 #include "06_coroutines/tiny.hpp"
 #include "common/json_reader.hpp"
+#include "common/limits.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
 #include "tests/support/stage_support.hpp"
@@ -276,6 +277,99 @@ TEST(TinyBinary, RefusesTimeoutAndConcurrencyAsBadUsageWithoutSendingAnything) {
                                                                        << output.err;
     }
     EXPECT_EQ(server.stats().accepted, 0u) << "bad usage made a connection";
+}
+
+// Started with stdout closed, the trace file would have become stdout, and the report would have
+// gone into its JSON (common/standard_streams.hpp).
+TEST(TinyBinary, KeepsTheTraceFileJsonWithStdoutClosed) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const std::string trace = ::testing::TempDir() + "tiny_stdout_closed.json";
+    conformance::ChildStreams streams;
+    streams.close_stdout = true;
+    const auto output = conformance::run_program(
+        STAGE_BINARY, {"3", "--url", server.url("/"), "--trace", trace}, 20s, streams);
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    std::ifstream file(trace);
+    std::stringstream text;
+    text << file.rdbuf();
+    EXPECT_NO_THROW(parse_json(text.str())) << text.str();
+    std::remove(trace.c_str());
+}
+
+// Tiny has no limit on the requests in flight, on purpose (06_coroutines has one), so the command
+// line leaves them as they are: under `ulimit -n 64` those that find no descriptor fail with
+// `limit`, and the others get through.
+TEST(TinyBinary, KeepsNoLimitUnderALowDescriptorLimit) {
+#ifdef SIXWAYS_SANITIZE_UNDEFINED
+    GTEST_SKIP() << "UBSan's vptr check needs a pipe() to probe memory, and this run leaves no "
+                    "descriptor free: it would report a false error. The other builds run it.";
+#endif
+    if (::access("/usr/bin/prlimit", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/prlimit";
+    LabServer server(on_loopback(100ms));
+    server.start();
+    const auto output = conformance::run_program(
+        "/usr/bin/prlimit", {"--nofile=64", "--", STAGE_BINARY, "200", "--url", server.url("/"), "--json"},
+        30s);
+    EXPECT_EQ(output.exit_status, 1) << output.err;
+    const Json report = parse_json(output.out);
+    EXPECT_GT(report.at("ok").number, 0) << output.out;
+    EXPECT_EQ(report.at("ok").number + report.at("errors").at("limit").number, 200) << output.out;
+    EXPECT_NE(output.err.find("x socket: Too many open files"), std::string::npos) << output.err;
+    EXPECT_EQ(output.err.find("requests in flight"), std::string::npos) << output.err;
+}
+
+// Capped at a small address space, tiny still ends with its report: every request either got its
+// response or failed with `limit`, "out of memory" (it leaves running out of memory to the command
+// line; 06_coroutines keeps the other requests going). No abort, no internal error.
+TEST(TinyBinary, ReportsEveryRequestWhenAddressSpaceIsScarce) {
+#ifdef SIXWAYS_SANITIZE_SHADOW_MEMORY
+    GTEST_SKIP() << "a sanitizer's shadow memory does not fit under a cap on address space";
+#endif
+    if (::access("/usr/bin/prlimit", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/prlimit";
+    if (raise_open_file_limit() < 2500) GTEST_SKIP() << "needs 2500 descriptors";
+    // The least the binary needs to be loaded at all (its --help runs), in MiB.
+    long smallest = 2;
+    while (smallest < 256 && conformance::run_program("/usr/bin/prlimit",
+                                                      {"--as=" + std::to_string(smallest << 20), "--",
+                                                       STAGE_BINARY, "--help"},
+                                                      20s)
+                                 .exit_status != 0) {
+        ++smallest;
+    }
+    LabServer server(on_loopback(100ms));
+    server.start();
+    for (const long more : {2L, 5L, 8L, 11L}) {
+        SCOPED_TRACE(std::to_string(smallest + more) + " MiB");
+        const auto output = conformance::run_program(
+            "/usr/bin/prlimit",
+            {"--as=" + std::to_string((smallest + more) << 20), "--", STAGE_BINARY, "1000", "--url",
+             server.url("/"), "--json"},
+            60s);
+        ASSERT_FALSE(output.killed);
+        EXPECT_TRUE(output.exit_status == 0 || output.exit_status == 1)
+            << "exit status " << output.exit_status << ": " << output.err;
+        const Json report = parse_json(output.out);
+        EXPECT_EQ(report.at("ok").number + report.at("failed").number, 1000) << output.out;
+        EXPECT_EQ(output.err.find("terminate"), std::string::npos) << output.err;
+        EXPECT_EQ(output.err.find("internal error"), std::string::npos) << output.err;
+    }
+}
+
+// On a terminal, a progress line whose clock moves on before the first request finishes; with
+// --json, none.
+TEST(TinyBinary, ShowsProgressOnATerminalButNotWithJson) {
+    LabServer server(on_loopback(1s));
+    server.start();
+    conformance::ChildStreams terminal;
+    terminal.stderr_on_terminal = true;
+    const auto shown = conformance::run_program(STAGE_BINARY, {"2", "--url", server.url("/")}, 30s, terminal);
+    EXPECT_EQ(shown.exit_status, 0) << shown.err;
+    EXPECT_NE(shown.err.find("06_tiny: 0/2 done, 0 failed, 0."), std::string::npos) << shown.err;
+    const auto json = conformance::run_program(STAGE_BINARY, {"2", "--url", server.url("/"), "--json"}, 30s,
+                                               terminal);
+    EXPECT_EQ(json.exit_status, 0) << json.err;
+    EXPECT_EQ(json.err, "");
 }
 
 TEST(TinyBinary, HelpLeavesOutWhatItDoesNotOffer) {

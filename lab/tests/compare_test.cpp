@@ -20,6 +20,7 @@
 #include "lab/svg.hpp"
 #include "lab/tests/svg_check.hpp"
 #include "lab/tests/test_client.hpp"
+#include "tests/child_process.hpp"
 
 namespace sixways::lab {
 namespace {
@@ -545,6 +546,13 @@ TEST(RunToEnd, StopsTheChildWhenTheStopDescriptorBecomesReadable) {
     close(stop[1]);
 }
 
+TEST(RunToEnd, CallsWhileWaitingAsTheChildRuns) {
+    int calls = 0;
+    ChildOutcome run = run_to_end({"/bin/sleep", "0.5"}, seconds(30), -1, [&calls] { ++calls; });
+    EXPECT_EQ(run.exit_code, 0);
+    EXPECT_GE(calls, 1) << "called while the child slept";
+}
+
 TEST(RunToEnd, SaysWhenAProgramCannotBeStarted) {
     ChildOutcome run = run_to_end({"/nonexistent/program"}, seconds(30), -1);
     EXPECT_EQ(run.start_error, "execv: No such file or directory");
@@ -635,6 +643,34 @@ TEST(CompareBinary, Runs06TinyOnlyWhenNamedAndNotWithAConcurrency) {
     EXPECT_THAT(run.out, HasSubstr("| 06_coroutines | 3 |"));
     EXPECT_THAT(run.out, ::testing::Not(HasSubstr("| 06_tiny |")));
     EXPECT_THAT(run.err, HasSubstr("06_tiny: skipped, it has no --concurrency"));
+    std::filesystem::remove_all(out);
+}
+
+// On a terminal, stderr says which run of how many is going (program, N, run k of K) and for how
+// long, and the clock moves on during a run (here two requests of stage 01, 0.4 s each). In a
+// pipe, none of it.
+TEST(CompareBinary, ShowsWhichRunAndForHowLongOnlyOnATerminal) {
+    const std::filesystem::path bin = std::filesystem::path(COMPARE_BINARY).parent_path();
+    if (!std::filesystem::exists(bin / "01_blocking")) {
+        GTEST_SKIP() << "01_blocking is not built next to compare";
+    }
+    const std::filesystem::path out = std::filesystem::path(::testing::TempDir()) /
+                                      ("compare_progress_" + std::to_string(getpid()));
+    const std::vector<std::string> args = {"2", "--stages", "01", "--runs", "2", "--delay", "400ms",
+                                           "--out", out.string()};
+    sixways::conformance::ChildStreams terminal;
+    terminal.stderr_on_terminal = true;
+    const auto shown = sixways::conformance::run_program(COMPARE_BINARY, args, seconds(120), terminal);
+    EXPECT_EQ(shown.exit_status, 0) << shown.err;
+    EXPECT_THAT(shown.err, HasSubstr("[1/2] 01_blocking, N = 2, run 1 of 2, 0."));
+    EXPECT_THAT(shown.err, HasSubstr("[2/2] 01_blocking, N = 2, run 2 of 2, "));
+    EXPECT_THAT(shown.err, HasSubstr(" s in all)"));
+
+    std::vector<std::string> argv = {COMPARE_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ChildOutcome piped = run_to_end(argv, seconds(120), -1);
+    EXPECT_EQ(piped.exit_code, 0) << piped.err;
+    EXPECT_THAT(piped.err, ::testing::Not(HasSubstr("[1/2]")));
     std::filesystem::remove_all(out);
 }
 
