@@ -990,6 +990,10 @@ TEST_P(Conformance, CommandLineReportsEveryRequestWhenAddressSpaceIsScarce) {
 TEST_P(Conformance, CommandLineRunsWithoutItsCtrlCThreadWhenNoThreadIsLeft) {
     if (GetParam().binary.empty()) GTEST_SKIP() << GetParam().name << " has no binary to run";
     if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run the binary as another user";
+#ifdef SIXWAYS_SANITIZE_SHADOW_MEMORY
+    GTEST_SKIP() << "LeakSanitizer and ThreadSanitizer start threads of their own, which this test "
+                    "takes away";
+#endif
     if (::access("/usr/bin/setpriv", X_OK) != 0 || !has_prlimit()) {
         GTEST_SKIP() << "needs /usr/bin/setpriv and /usr/bin/prlimit (util-linux)";
     }
