@@ -3,7 +3,6 @@
 // differ only in the fetcher they run.
 #include "common/cli.hpp"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -607,20 +606,6 @@ void print_internal_error(const StageInfo& stage, const std::string& message) {
     std::fprintf(stderr, "%s: internal error: %s\n", stage.name.c_str(), message.c_str());
 }
 
-// Descriptors this process has open now, counted in /proc/self/fd; -1 if that cannot be read.
-long descriptors_in_use() {
-    DIR* directory = opendir("/proc/self/fd");
-    if (directory == nullptr) {
-        return -1;
-    }
-    long entries = 0;
-    while (readdir(directory) != nullptr) {
-        ++entries;
-    }
-    closedir(directory);
-    return entries - 3;  // not ".", "..", nor the descriptor reading the directory
-}
-
 // How many requests to keep in flight: --concurrency, or fewer when the descriptor limit would not
 // let that many sockets be open at once. Each request in flight holds a socket, and a request that
 // finds no descriptor fails (`limit`): under `ulimit -n 64`, 1000 requests at once would fail 940
@@ -642,7 +627,7 @@ std::size_t concurrency_for_descriptors(const StageInfo& stage, const CliOptions
         return cli.concurrency;
     }
     constexpr long spare = 8;
-    const long in_use = descriptors_in_use();
+    const long in_use = open_descriptor_count();
     if (descriptor_limit < 0 || in_use < 0) {
         return cli.concurrency;  // nothing known to go by
     }
