@@ -400,7 +400,8 @@ public:
         report.wall_s =
             fetching_ ? std::chrono::duration<double>(Clock::now() - fetch_started_).count() : 0.0;
         add_process_usage(report);
-        print_report(report, cli_.json);
+        // The timeline first: a stdout whose reader has gone ends the process by SIGPIPE at
+        // print_report, and the file must be whole by then.
         if (trace_file_ != nullptr) {
             // The requests that finished, at their own index; the others never started, as far as
             // the timeline can tell.
@@ -410,6 +411,7 @@ public:
             }
             write_trace(trace_file_, cli_.trace_path, format_trace(trace_run_, results), stage_);
         }
+        print_report(report, cli_.json);
         // _exit, not exit: the stage's threads are still running, and exit() would destroy the
         // objects they are using. 128 + signal number is the shell's convention (130 for SIGINT).
         _exit(128 + signal_number);
@@ -720,10 +722,11 @@ int fetch_and_report(const StageInfo& stage, const CliOptions& cli,
     Report report = summarise(stage.name, cli.url.to_string(), cli.requests, results);
     report.wall_s = wall_s;
     add_process_usage(report);
-    print_report(report, cli.json);
+    // The timeline before the report, as on Ctrl-C: a broken stdout must not leave it empty.
     bool traced = trace_file == nullptr ||
                   write_trace(trace_file.release(), cli.trace_path, format_trace(trace_run, results),
                               stage);
+    print_report(report, cli.json);
     return report.failed == 0 && traced ? 0 : 1;
 }
 

@@ -567,6 +567,46 @@ TEST(RunStage, TraceWritesTheResolveAndEveryRequestToTheFile) {
                                         "connect"}));
 }
 
+// Runs the stage in a child whose stdout is a pipe nobody reads, with SIGPIPE at its default, as
+// in `stage --trace t.json | head -c0`. Returns the signal that ended the child, or 0.
+int run_with_broken_stdout(std::vector<std::string> args) {
+    int out[2];
+    if (pipe(out) != 0) {
+        ADD_FAILURE() << "pipe";
+        return 0;
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    pid_t child = fork();
+    if (child == 0) {
+        close(out[0]);
+        dup2(out[1], STDOUT_FILENO);
+        signal(SIGPIPE, SIG_DFL);
+        FakeFetch fake;
+        StageInfo stage = fake_stage(fake);
+        args.insert(args.begin(), stage.name);
+        std::vector<char*> argv;
+        for (std::string& arg : args) {
+            argv.push_back(arg.data());
+        }
+        argv.push_back(nullptr);
+        run_stage(static_cast<int>(args.size()), argv.data(), stage);
+        _exit(99);  // not reached: printing the report raises SIGPIPE
+    }
+    close(out[0]);
+    close(out[1]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+TEST(RunStage, ABrokenStdoutEndsTheRunBySigpipeAfterTheTraceIsWritten) {
+    TempPath trace("trace.json");
+    EXPECT_EQ(run_with_broken_stdout({"2", "--trace", trace.path()}), SIGPIPE);
+    EXPECT_EQ(span_names(read_file(trace.path())),
+              (std::vector<std::string>{"resolve", "request 0", "request 1"}));
+}
+
 TEST(RunStage, ATraceFileThatCannotBeCreatedIsBadUsageAndNothingIsSent) {
     FakeFetch fake;
     Outcome result = run(fake_stage(fake), {"3", "--trace", "/nonexistent-directory/trace.json"});
@@ -611,6 +651,7 @@ TEST(RunStage, FetchAllThreadsInheritBlockedInterruptSignals) {
 
 struct Interrupted {
     int exit_status = -1;
+    int signal = 0;  // the signal that ended the child, if one did
     std::string out;
     std::string err;
 };
@@ -626,9 +667,10 @@ std::string read_all(int fd) {
 }
 
 // Runs the stage in a child whose fetch_all finishes 2 of 5 requests (request 1 first, then 0; with
-// second_fails, request 0 fails) and then waits; sends SIGINT once those 2 are reported.
+// second_fails, request 0 fails) and then waits; sends SIGINT once those 2 are reported. With
+// broken_stdout, nobody reads the child's stdout by then, and SIGPIPE is at its default.
 Interrupted interrupt_after_two_of_five(std::vector<std::string> extra_args,
-                                        bool second_fails = false) {
+                                        bool second_fails = false, bool broken_stdout = false) {
     int ready[2], out[2], err[2];
     if (pipe(ready) != 0 || pipe(out) != 0 || pipe(err) != 0) {
         ADD_FAILURE() << "pipe";
@@ -643,6 +685,9 @@ Interrupted interrupt_after_two_of_five(std::vector<std::string> extra_args,
         close(ready[0]);
         close(out[0]);
         close(err[0]);
+        if (broken_stdout) {
+            signal(SIGPIPE, SIG_DFL);
+        }
         StageInfo stage = plain_stage();
         stage.fetch_all = [&](const std::vector<Request>& requests, const Options& options) {
             for (std::size_t i : {1, 0}) {
@@ -681,15 +726,23 @@ Interrupted interrupt_after_two_of_five(std::vector<std::string> extra_args,
     pollfd wait_ready{ready[0], POLLIN, 0};
     bool got_ready = poll(&wait_ready, 1, 5000) == 1;
     EXPECT_TRUE(got_ready) << "the child never reported its first results";
+    if (broken_stdout) {
+        close(out[0]);
+    }
     kill(child, SIGINT);
     Interrupted result;
-    result.out = read_all(out[0]);
+    if (!broken_stdout) {
+        result.out = read_all(out[0]);
+    }
     result.err = read_all(err[0]);
     int status = 0;
     waitpid(child, &status, 0);
     result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     close(ready[0]);
-    close(out[0]);
+    if (!broken_stdout) {
+        close(out[0]);
+    }
     close(err[0]);
     return result;
 }
@@ -727,6 +780,15 @@ TEST(RunStage, CtrlCWithTraceWritesTheRequestsThatFinished) {
     TempPath trace("partial.json");
     Interrupted result = interrupt_after_two_of_five({"--trace", trace.path()});
     EXPECT_EQ(result.exit_status, 130);
+    EXPECT_EQ(span_names(read_file(trace.path())),
+              (std::vector<std::string>{"resolve", "request 0", "request 1"}));
+}
+
+TEST(RunStage, CtrlCWithABrokenStdoutStillWritesTheTrace) {
+    TempPath trace("partial.json");
+    Interrupted result = interrupt_after_two_of_five({"--trace", trace.path()},
+                                                     /*second_fails=*/false, /*broken_stdout=*/true);
+    EXPECT_EQ(result.signal, SIGPIPE);
     EXPECT_EQ(span_names(read_file(trace.path())),
               (std::vector<std::string>{"resolve", "request 0", "request 1"}));
 }
