@@ -63,8 +63,8 @@ private:
         skip_whitespace();
         Json json;
         switch (peek()) {
-        case '{': object(json); break;
-        case '[': array(json); break;
+        case '{': enter(); object(json); --depth_; break;
+        case '[': enter(); array(json); --depth_; break;
         case '"': json.type = Json::Type::string; json.string = string(); break;
         case 't': literal("true"); json.type = Json::Type::boolean; json.boolean = true; break;
         case 'f': literal("false"); json.type = Json::Type::boolean; break;
@@ -72,6 +72,14 @@ private:
         default: json.type = Json::Type::number; json.number = number(); break;
         }
         return json;
+    }
+
+    // Opens an array or object one level deeper (value() closes it): each level is a recursion.
+    void enter() {
+        if (depth_ == json_max_depth) {
+            fail("nested deeper than " + std::to_string(json_max_depth) + " levels");
+        }
+        ++depth_;
     }
 
     void object(Json& json) {
@@ -173,6 +181,7 @@ private:
 
     std::string_view text_;
     std::size_t at_ = 0;
+    int depth_ = 0;  // the arrays and objects open at at_
 };
 
 }  // namespace

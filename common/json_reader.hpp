@@ -32,8 +32,13 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// How deeply arrays and objects may nest. The reader recurses once per level, so a limit keeps a
+// hostile file from exhausting the stack; the project's own reports and traces nest 3 levels deep.
+constexpr int json_max_depth = 256;
+
 // Parses a text that holds exactly one JSON value, with optional whitespace around it.
-// Throws JsonError ("at offset 12: expected ':'") for anything else, trailing text included.
+// Throws JsonError ("at offset 12: expected ':'") for anything else, trailing text included, and for
+// nesting deeper than json_max_depth.
 Json parse_json(std::string_view text);
 
 }  // namespace sixways

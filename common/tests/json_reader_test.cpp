@@ -3,6 +3,8 @@
 // report and reject anything more or less.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "common/json_reader.hpp"
 
 using sixways::Json;
@@ -44,4 +46,30 @@ TEST(JsonReader, AcceptsUtf8AndRejectsStringsThatAreNotUtf8) {
                              "\"\xF4\x90\x80\x80\"", "\"\xE2\x82\""}) {
         EXPECT_THROW(parse_json(text), JsonError) << text;
     }
+}
+
+// A trace file is input like any other: nesting deep enough to exhaust the stack of a recursive
+// reader is an error, while anything the project writes (a few levels) stays far below the limit.
+TEST(JsonReader, RejectsNestingDeeperThanTheLimitWithoutExhaustingTheStack) {
+    std::string arrays(100000, '[');
+    std::string objects;
+    for (int i = 0; i < 100000; ++i) {
+        objects += "{\"a\":";
+    }
+    for (const std::string& text : {arrays, objects}) {
+        try {
+            parse_json(text);
+            ADD_FAILURE() << "no JsonError";
+        } catch (const JsonError& error) {
+            EXPECT_NE(std::string(error.what()).find("nested deeper than"), std::string::npos)
+                << error.what();
+        }
+    }
+}
+
+TEST(JsonReader, AcceptsNestingUpToTheLimit) {
+    const std::size_t depth = sixways::json_max_depth;
+    const Json deepest = parse_json(std::string(depth, '[') + std::string(depth, ']'));
+    EXPECT_EQ(deepest.items.size(), 1u);
+    EXPECT_THROW(parse_json(std::string(depth + 1, '[') + std::string(depth + 1, ']')), JsonError);
 }
