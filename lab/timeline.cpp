@@ -1,7 +1,9 @@
 #include "lab/timeline.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -66,6 +68,27 @@ double number_in(const Json& event, const char* key) {
     return value->number;
 }
 
+// A file can hold any number: only those a drawing can place are accepted. A lane is a whole
+// number that fits an int (as Chrome's tids do); times are finite and not negative, as the stages
+// write them, and so is where each span ends.
+int lane_in(const Json& event) {
+    const double tid = number_in(event, "tid");
+    if (!(tid >= 0 && tid <= std::numeric_limits<int>::max()) || tid != std::floor(tid)) {
+        throw std::runtime_error("an event's \"tid\" is not a whole number from 0 to " +
+                                 std::to_string(std::numeric_limits<int>::max()));
+    }
+    return static_cast<int>(tid);
+}
+
+double time_in(const Json& event, const char* key) {
+    const double value = number_in(event, key);
+    if (!(value >= 0 && std::isfinite(value))) {
+        throw std::runtime_error(std::string("an event's \"") + key +
+                                 "\" is negative or too large");
+    }
+    return value;
+}
+
 std::string text(double x, double y, const std::string& content, const std::string& attributes) {
     return "<text x=\"" + svg::number(x) + "\" y=\"" + svg::number(y) + "\"" +
            (attributes.empty() ? "" : " " + attributes) + ">" + svg::escape(content) + "</text>\n";
@@ -108,9 +131,12 @@ std::string timeline_svg(std::string_view trace_json) {
         span.name = name == nullptr ? "" : name->string;
         const Json* category = event.find("cat");
         span.category = category == nullptr ? "" : category->string;
-        span.track = static_cast<int>(number_in(event, "tid"));
-        span.start_us = number_in(event, "ts");
-        span.duration_us = number_in(event, "dur");
+        span.track = lane_in(event);
+        span.start_us = time_in(event, "ts");
+        span.duration_us = time_in(event, "dur");
+        if (!std::isfinite(span.start_us + span.duration_us)) {
+            throw std::runtime_error("an event ends too late to draw");
+        }
         const Json* args = event.find("args");
         span.failed = args != nullptr && args->find("error") != nullptr;
         lanes = std::max(lanes, span.track);
@@ -178,16 +204,21 @@ std::string timeline_svg(std::string_view trace_json) {
     out += text((left + right) / 2, bottom + 42, in_seconds ? "time (s)" : "time (ms)",
                 "text-anchor=\"middle\"");
 
-    // Row labels: every lane while they are tall enough to read, else the first and the last.
+    // Row labels: every lane while they are tall enough to read, else the first and the last
+    // (a trace may number its lanes up to 2^31 - 1: never visit them one by one).
     out += text(left - 8, top + 12, "resolve", "text-anchor=\"end\"");
-    for (int lane = 1; lane <= lanes; ++lane) {
-        if (lane_height >= 12 || lane == 1 || lane == lanes) {
-            double y = y_of(lane) + std::min(lane_height, row_height) / 2 + 4;
-            if (lane_height < 12 && lane == lanes) {
-                y = y_of(lane) + lane_height;
-            }
-            out += text(left - 8, y, "lane " + std::to_string(lane),
-                        "text-anchor=\"end\" font-size=\"11\"");
+    auto lane_label = [&](int lane, double y) {
+        out += text(left - 8, y, "lane " + std::to_string(lane),
+                    "text-anchor=\"end\" font-size=\"11\"");
+    };
+    if (lane_height >= 12) {
+        for (int lane = 1; lane <= lanes; ++lane) {
+            lane_label(lane, y_of(lane) + lane_height / 2 + 4);
+        }
+    } else if (lanes > 0) {
+        lane_label(1, y_of(1) + lane_height / 2 + 4);
+        if (lanes > 1) {
+            lane_label(lanes, y_of(lanes) + lane_height);
         }
     }
 

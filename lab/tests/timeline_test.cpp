@@ -85,6 +85,30 @@ TEST(TimelineSvg, KeepsManyLanesWithinItsHeight) {
     EXPECT_THAT(svg, ::testing::Not(HasSubstr(">lane 1000</text>")));
 }
 
+// One request span with these tid, ts and dur, as a file may spell them.
+std::string one_span(const std::string& tid, const std::string& ts, const std::string& dur) {
+    return R"({"traceEvents":[{"ph":"X","name":"r","cat":"request","tid":)" + tid + R"(,"ts":)" + ts +
+           R"(,"dur":)" + dur + "}]}";
+}
+
+TEST(TimelineSvg, DrawsTheLargestLaneNumberATraceCanHold) {
+    std::string svg = timeline_svg(one_span("2147483647", "0", "5"));
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_THAT(svg, HasSubstr(">lane 1</text>"));
+    EXPECT_THAT(svg, HasSubstr(">lane 2147483647</text>"));
+}
+
+TEST(TimelineSvg, RejectsATidTsOrDurThatNoDrawingCanHold) {
+    const std::vector<std::vector<std::string>> bad = {
+        {"2147483648", "0", "5"}, {"-1", "0", "5"},   {"1.5", "0", "5"}, {"1e300", "0", "5"},
+        {"1", "1e999", "5"},      {"1", "-1", "5"},   {"1", "0", "-5"},  {"1", "0", "1e999"},
+        {"1", "1e308", "1e308"}};
+    for (const std::vector<std::string>& values : bad) {
+        EXPECT_THROW(timeline_svg(one_span(values[0], values[1], values[2])), std::runtime_error)
+            << values[0] << " " << values[1] << " " << values[2];
+    }
+}
+
 TEST(TimelineSvg, RejectsWhatIsNotATrace) {
     EXPECT_THROW(timeline_svg("not json"), JsonError);
     EXPECT_THROW(timeline_svg("{\"events\": []}"), std::runtime_error);
