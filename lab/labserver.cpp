@@ -10,10 +10,11 @@
 //
 //   reading    until the request head is complete, or cannot be parsed, or head_timeout passes
 //   waiting    until its timer fires (the delay); skipped when the answer has no wait
-//   writing    until every byte is sent; then the connection is closed: the normal end
+//   writing    until every byte is sent
 //   trickling  instead of writing, for /fault/trickle: one byte per timer
-//   holding    after the answer, for faults that keep the socket open and after an error answer:
-//              until the client closes (or a timer fires)
+//   holding    after the answer: our side is shut down (our FIN) and whatever the client still
+//              sends is read and dropped, until it closes (or a timer fires); then the connection
+//              is closed: the normal end. Faults that keep the socket open hold without the FIN.
 //
 // Level-triggered epoll. Each connection watches only what its phase needs (EPOLLIN while reading,
 // EPOLLOUT only after the kernel said EAGAIN while writing, nothing but the errors epoll always
@@ -148,7 +149,7 @@ constexpr std::size_t max_recorded_paths = 100'000;
 // keep the loop from everyone else. Level-triggered epoll wakes us again while it can write more.
 constexpr std::size_t write_budget = 1024 * 1024;
 
-// After an error answer, how long a client may keep sending before we close anyway.
+// After an answer, how long a client may keep its side open before we close anyway.
 constexpr Duration drain_limit = std::chrono::seconds(1);
 
 // While accepting is paused for lack of descriptors: when to try again even if none of our own
@@ -651,7 +652,13 @@ void LabServer::Impl::send_trickle_byte(Connection& connection) {
 void LabServer::Impl::finish(Connection& connection) {
     switch (connection.answer.ending) {
         case Ending::close:
-            close_connection(connection);
+            // Not close() at once: bytes the client sent that we never read (a body, a pipelined
+            // request) would make the kernel answer with a reset, and the client could lose the
+            // end of the answer. Our FIN says the answer is complete; the client's close ends it.
+            shutdown(connection.fd, SHUT_WR);
+            connection.phase = Phase::holding;
+            watch(connection, EPOLLIN);
+            set_timer(connection, drain_limit);
             return;
         case Ending::reset: {
             // A zero linger time makes close() send RST instead of FIN: the client's next recv
@@ -664,12 +671,6 @@ void LabServer::Impl::finish(Connection& connection) {
         case Ending::keep_open:
             connection.phase = Phase::holding;
             watch(connection, EPOLLIN);
-            return;
-        case Ending::drain_then_close:
-            shutdown(connection.fd, SHUT_WR);  // our FIN: the answer is complete
-            connection.phase = Phase::holding;
-            watch(connection, EPOLLIN);
-            set_timer(connection, drain_limit);
             return;
     }
 }

@@ -418,10 +418,8 @@ Answer answer(const RequestHead& request, std::uint64_t id, const AnswerContext&
 Answer error_answer(int status, std::string_view why, std::uint64_t id) {
     std::string extra;
     if (status == 405) extra = "Allow: GET, HEAD\r\n";
-    Answer answer = respond(status, id, false, "text/plain; charset=utf-8", extra,
-                            "bad request: " + std::string(why) + "\n");
-    answer.ending = Ending::drain_then_close;
-    return answer;
+    return respond(status, id, false, "text/plain; charset=utf-8", extra,
+                   "bad request: " + std::string(why) + "\n");
 }
 
 // requests_by_path is left out when it has grown past this many paths (a run with 100,000

@@ -45,12 +45,13 @@ struct Output {
 
 // How the server ends a connection once an Answer's bytes are sent.
 enum class Ending {
-    close,             // close(): the normal end, so TIME_WAIT stays on the server's side
-    drain_then_close,  // after an error answer: shut down our side, read and discard what the
-                       // client still sends until it closes (at most a second), then close; closing
-                       // with unread bytes would send a reset that can destroy our answer in flight
-    reset,             // SO_LINGER 0, then close(): the client sees ECONNRESET
-    keep_open,         // leave the connection open until the client closes it
+    close,      // the normal end: shut down our side (our FIN ends the answer), read and discard
+                // what the client still sends until it closes (at most a second), then close. A
+                // socket closed with bytes unread (a body the server does not use, pipelined
+                // requests) sends a reset that can destroy the answer in flight (RFC 9112 section
+                // 9.6). Our FIN goes first, so TIME_WAIT stays on the server's side.
+    reset,      // SO_LINGER 0, then close(): the client sees ECONNRESET
+    keep_open,  // leave the connection open until the client closes it
 };
 
 struct Answer {

@@ -235,6 +235,27 @@ TEST(LabServer, AnswersAHeadOver16KiBWith431AndClosesWithoutAReset) {
     EXPECT_EQ(test::parse_reply(result.bytes).status, 431);
 }
 
+// A socket closed with bytes it has not read makes the kernel send a reset, which throws away
+// whatever the client has not read yet: a body the server does not use, or requests after the
+// first, must not cut the answer short.
+TEST(LabServer, SendsTheWholeAnswerWhenTheRequestLeavesBytesUnread) {
+    auto server = start_server();
+    const std::string head = "GET /bytes/4000000 HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    std::string pipelined;
+    while (pipelined.size() < 30'000) pipelined += test::request_text("/next");
+    for (const std::string& request :
+         {head + "Content-Length: 100000\r\n\r\n" + std::string(100'000, 'b'),
+          head + "\r\n" + pipelined}) {
+        Client client("127.0.0.1", server->port(), 5000ms);
+        client.send(request);
+        const test::ReadResult result = client.read_to_end();
+        EXPECT_TRUE(result.closed) << "error " << result.error;  // a FIN, after the whole answer
+        const Reply reply = test::parse_reply(result.bytes);
+        EXPECT_EQ(reply.status, 200) << reply.error;
+        EXPECT_EQ(reply.body.size(), 4'000'000u);
+    }
+}
+
 TEST(LabServer, AnswersOtherMethodsWith405AndAnAllowHeader) {
     auto server = start_server();
     Client client("127.0.0.1", server->port());
