@@ -106,6 +106,9 @@ RequestParser::Status RequestParser::feed(std::string_view bytes) {
         if (line.empty()) break;
         if (parse_header_line(line) == Status::invalid) return status_;
     }
+    // RFC 9112 section 3.2: a server must answer 400 to an HTTP/1.1 request without Host (the
+    // header came with HTTP/1.1; an HTTP/1.0 request may lack it).
+    if (http11_ && !seen_host_) return fail(400, "an HTTP/1.1 request must carry a Host header");
     status_ = Status::complete;
     std::string().swap(buffer_);  // the head is parsed; a connection keeps no more than it needs
     return status_;
@@ -134,6 +137,7 @@ RequestParser::Status RequestParser::parse_request_line(std::string_view line) {
         if (well_formed) return fail(505, "only HTTP/1.0 and HTTP/1.1 are supported");
         return fail(400, "the request line does not end with an HTTP version");
     }
+    http11_ = version == "HTTP/1.1";
     head_.method = std::string(method);
     head_.target = std::string(target);
     if (method != "GET" && method != "HEAD") return fail(405, "only GET and HEAD are supported");

@@ -45,6 +45,7 @@ private:
     std::string buffer_;          // the head so far; emptied (and its memory freed) once parsed
     std::size_t scanned_ = 0;     // bytes of buffer_ already searched for the end of the head
     bool request_line_checked_ = false;
+    bool http11_ = false;  // the request line says HTTP/1.1 (not 1.0)
     bool seen_host_ = false;
     RequestHead head_;
     int error_status_ = 0;

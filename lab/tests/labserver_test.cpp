@@ -256,6 +256,17 @@ TEST(LabServer, SendsTheWholeAnswerWhenTheRequestLeavesBytesUnread) {
     }
 }
 
+TEST(LabServer, AnswersAnHttp11RequestWithoutHostWith400AndAnHttp10OneWith200) {
+    auto server = start_server();
+    for (const auto& [request, status] : {std::pair{"GET /no-host HTTP/1.1\r\n\r\n", 400},
+                                          std::pair{"GET /no-host HTTP/1.0\r\n\r\n", 200}}) {
+        Client client("127.0.0.1", server->port());
+        client.send(request);
+        const Reply reply = test::parse_reply(client.read_to_end().bytes);
+        EXPECT_EQ(reply.status, status) << request << reply.error;
+    }
+}
+
 TEST(LabServer, AnswersOtherMethodsWith405AndAnAllowHeader) {
     auto server = start_server();
     Client client("127.0.0.1", server->port());

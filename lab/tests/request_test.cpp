@@ -49,7 +49,8 @@ TEST(RequestParser, WaitsForTheBlankLineThatEndsTheHead) {
 
 TEST(RequestParser, IgnoresBytesAfterTheHead) {
     RequestParser parser;
-    EXPECT_EQ(parser.feed("GET /one HTTP/1.1\r\n\r\nGET /two HTTP/1.1\r\n\r\n"), Status::complete);
+    EXPECT_EQ(parser.feed("GET /one HTTP/1.1\r\nHost: h\r\n\r\nGET /two HTTP/1.1\r\n\r\n"),
+              Status::complete);
     EXPECT_EQ(parser.head().target, "/one");
     EXPECT_EQ(parser.feed("more"), Status::complete);
 }
@@ -84,15 +85,30 @@ TEST(RequestParser, AnswersOtherHttpVersionsWith505) {
 }
 
 TEST(RequestParser, RejectsMalformedHeaderLinesWith400) {
-    for (const char* head : {"GET / HTTP/1.1\r\nNo colon here\r\n\r\n",
-                             "GET / HTTP/1.1\r\nA: b\r\n folded\r\n\r\n",
-                             "GET / HTTP/1.1\r\nBad Name: x\r\n\r\n",
-                             "GET / HTTP/1.1\r\nA: b\x01\r\n\r\n",
+    for (const char* head : {"GET / HTTP/1.1\r\nHost: h\r\nNo colon here\r\n\r\n",
+                             "GET / HTTP/1.1\r\nHost: h\r\nA: b\r\n folded\r\n\r\n",
+                             "GET / HTTP/1.1\r\nHost: h\r\nBad Name: x\r\n\r\n",
+                             "GET / HTTP/1.1\r\nHost: h\r\nA: b\x01\r\n\r\n",
                              "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"}) {
         RequestParser parser;
         EXPECT_EQ(parser.feed(head), Status::invalid) << head;
         EXPECT_EQ(parser.error_status(), 400) << head;
     }
+}
+
+// RFC 9112 section 3.2: an HTTP/1.1 request without Host is answered 400; HTTP/1.0 had no Host.
+TEST(RequestParser, AnswersAnHttp11RequestWithoutHostWith400) {
+    RequestParser parser;
+    EXPECT_EQ(parser.feed("GET / HTTP/1.1\r\nAccept: */*\r\n\r\n"), Status::invalid);
+    EXPECT_EQ(parser.error_status(), 400);
+    EXPECT_EQ(parser.error(), "an HTTP/1.1 request must carry a Host header");
+}
+
+TEST(RequestParser, AcceptsAnHttp10RequestWithoutHost) {
+    RequestParser parser;
+    EXPECT_EQ(parser.feed("GET /old HTTP/1.0\r\n\r\n"), Status::complete);
+    EXPECT_EQ(parser.head().target, "/old");
+    EXPECT_EQ(parser.head().host, "");
 }
 
 TEST(RequestParser, AnswersAHeadOver16KiBWith431EvenWhenItArrivesInPieces) {
@@ -106,7 +122,7 @@ TEST(RequestParser, AnswersAHeadOver16KiBWith431EvenWhenItArrivesInPieces) {
 }
 
 TEST(RequestParser, AcceptsAHeadOfExactlyTheLimit) {
-    std::string head = "GET / HTTP/1.1\r\nX: ";
+    std::string head = "GET / HTTP/1.1\r\nHost: h\r\nX: ";
     head += std::string(RequestParser::max_head_bytes - head.size() - 4, 'y');
     head += "\r\n\r\n";
     ASSERT_EQ(head.size(), RequestParser::max_head_bytes);
