@@ -109,6 +109,7 @@ RequestParser::Status RequestParser::feed(std::string_view bytes) {
     // RFC 9112 section 3.2: a server must answer 400 to an HTTP/1.1 request without Host (the
     // header came with HTTP/1.1; an HTTP/1.0 request may lack it).
     if (http11_ && !seen_host_) return fail(400, "an HTTP/1.1 request must carry a Host header");
+    if (!target_authority_.empty()) head_.host = target_authority_;
     status_ = Status::complete;
     std::string().swap(buffer_);  // the head is parsed; a connection keeps no more than it needs
     return status_;
@@ -127,9 +128,23 @@ RequestParser::Status RequestParser::parse_request_line(std::string_view line) {
     const std::string_view version = line.substr(second_space + 1);
 
     if (!is_token(method)) return fail(400, "the method is not a token");
-    if (target.empty() || target.front() != '/' ||
-        !std::all_of(target.begin(), target.end(), is_target_char)) {
-        return fail(400, "the target must be a path starting with '/', without spaces or controls");
+    if (!std::all_of(target.begin(), target.end(), is_target_char)) {
+        return fail(400, "the target contains a space or a control character");
+    }
+    // The absolute form, "http://host:port/path?query" (RFC 9112 section 3.2.2), is what a client
+    // sends to a proxy, and a server must accept it too: the path is the target, and the authority
+    // replaces the Host header.
+    std::string_view path = target;
+    constexpr std::string_view scheme = "http://";
+    if (target.size() >= scheme.size() && equals_ignoring_case(target.substr(0, scheme.size()), scheme)) {
+        const std::string_view after_scheme = target.substr(scheme.size());
+        const std::size_t authority_end = std::min(after_scheme.find('/'), after_scheme.find('?'));
+        const std::string_view authority = after_scheme.substr(0, authority_end);
+        if (authority.empty()) return fail(400, "the target's URL has no host");
+        target_authority_ = std::string(authority);
+        path = authority_end == std::string_view::npos ? "" : after_scheme.substr(authority_end);
+    } else if (target.empty() || target.front() != '/') {
+        return fail(400, "the target must be a path starting with '/' or an http:// URL");
     }
     if (version != "HTTP/1.1" && version != "HTTP/1.0") {
         const bool well_formed = version.size() == 8 && version.substr(0, 5) == "HTTP/" &&
@@ -139,7 +154,8 @@ RequestParser::Status RequestParser::parse_request_line(std::string_view line) {
     }
     http11_ = version == "HTTP/1.1";
     head_.method = std::string(method);
-    head_.target = std::string(target);
+    // "http://h" and "http://h?q" name the path "/" (RFC 9112 section 3.2.1).
+    head_.target = path.empty() || path.front() != '/' ? "/" + std::string(path) : std::string(path);
     if (method != "GET" && method != "HEAD") return fail(405, "only GET and HEAD are supported");
     return status_;
 }

@@ -14,8 +14,9 @@ namespace sixways::lab {
 
 struct RequestHead {
     std::string method;  // "GET" or "HEAD" once complete (anything else is answered 405)
-    std::string target;  // "/path?query", always starting with '/'
-    std::string host;    // the Host header's value, empty if the client sent none
+    std::string target;  // "/path?query", always starting with '/' (the path of an absolute URL)
+    std::string host;    // the authority of an absolute URL target, else the Host header's value;
+                         // empty if the client sent neither
 };
 
 class RequestParser {
@@ -47,6 +48,7 @@ private:
     bool request_line_checked_ = false;
     bool http11_ = false;  // the request line says HTTP/1.1 (not 1.0)
     bool seen_host_ = false;
+    std::string target_authority_;  // "host:port" of a target in absolute form, else empty
     RequestHead head_;
     int error_status_ = 0;
     std::string error_;

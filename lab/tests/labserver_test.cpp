@@ -267,6 +267,22 @@ TEST(LabServer, AnswersAnHttp11RequestWithoutHostWith400AndAnHttp10OneWith200) {
     }
 }
 
+TEST(LabServer, AnswersAnAbsoluteFormTargetAsItsPathOnTheHostItNames) {
+    auto server = start_server();
+    const std::string prefix = "http://127.0.0.1:" + std::to_string(server->port());
+    Client plain("127.0.0.1", server->port());
+    plain.send(test::request_text(prefix + "/absolute?x=1"));
+    const Reply reply = test::parse_reply(plain.read_to_end().bytes);
+    EXPECT_EQ(reply.status, 200) << reply.error;
+    EXPECT_TRUE(reply.body.starts_with("path=/absolute?x=1 id=")) << reply.body;
+
+    Client site("127.0.0.1", server->port());
+    site.send(test::request_text("http://lab.test:1234/site/moved-chapter"));
+    const Reply moved = test::parse_reply(site.read_to_end().bytes);
+    EXPECT_EQ(moved.status, 301) << moved.error;
+    EXPECT_EQ(moved.header("location"), "http://lab.test:1234/site/docs/chapter-3");
+}
+
 TEST(LabServer, AnswersOtherMethodsWith405AndAnAllowHeader) {
     auto server = start_server();
     Client client("127.0.0.1", server->port());

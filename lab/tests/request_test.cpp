@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "lab/request.hpp"
 #include "lab/responses.hpp"
@@ -63,9 +64,9 @@ TEST(RequestParser, AnswersAGarbageRequestLineWith400WithoutWaitingForTheRestOfT
 }
 
 TEST(RequestParser, Rejects400RequestLinesThatAreNotMethodTargetVersion) {
-    for (const char* line : {"GET /\r\n", "GET  / HTTP/1.1\r\n", "GET http://h/ HTTP/1.1\r\n",
+    for (const char* line : {"GET /\r\n", "GET  / HTTP/1.1\r\n", "GET h/ HTTP/1.1\r\n",
                              "G(T / HTTP/1.1\r\n", "GET / HTTP/1.1 extra\r\n", "GET / http/1.1\r\n",
-                             "\r\n"}) {
+                             "GET http:/// HTTP/1.1\r\n", "GET ftp://h/ HTTP/1.1\r\n", "\r\n"}) {
         RequestParser parser;
         EXPECT_EQ(parser.feed(line), Status::invalid) << line;
         EXPECT_EQ(parser.error_status(), 400) << line;
@@ -93,6 +94,21 @@ TEST(RequestParser, RejectsMalformedHeaderLinesWith400) {
         RequestParser parser;
         EXPECT_EQ(parser.feed(head), Status::invalid) << head;
         EXPECT_EQ(parser.error_status(), 400) << head;
+    }
+}
+
+// RFC 9112 section 3.2.2: a server must accept a target in absolute form (as a client sends it to a
+// proxy); its authority then stands for the Host header.
+TEST(RequestParser, AcceptsAnAbsoluteFormTargetAndTakesTheHostFromIt) {
+    const std::vector<std::vector<std::string>> cases = {
+        {"GET http://127.0.0.1:8080/a/b?x=1 HTTP/1.1", "/a/b?x=1", "127.0.0.1:8080"},
+        {"GET HTTP://lab.test HTTP/1.1", "/", "lab.test"},
+        {"HEAD http://[::1]:80?q HTTP/1.1", "/?q", "[::1]:80"}};
+    for (const std::vector<std::string>& one : cases) {
+        RequestParser parser;
+        EXPECT_EQ(parser.feed(one[0] + "\r\nHost: other.test\r\n\r\n"), Status::complete) << one[0];
+        EXPECT_EQ(parser.head().target, one[1]) << one[0];
+        EXPECT_EQ(parser.head().host, one[2]) << one[0];
     }
 }
 
