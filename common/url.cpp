@@ -4,7 +4,7 @@
 // parser is strict on purpose. Every byte of the host and target ends up in the request we write to
 // the socket, so a CR or LF smuggled into a URL would let it add header lines of its own; a space
 // would split the request line. Rejecting those here means build_get_request can copy the parts
-// as they are.
+// as they are, once the bytes a target may not hold are percent-encoded.
 #include "common/url.hpp"
 
 #include <arpa/inet.h>
@@ -17,6 +17,8 @@ namespace {
 
 bool is_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+bool is_hex_digit(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 char to_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -91,7 +93,36 @@ void check_ipv6_literal(const std::string& host) {
     }
 }
 
+// What a path or query may hold as it is (RFC 3986, section 3.3 and 3.4): the unreserved
+// characters, the sub-delims, ':', '@', '/' and '?'. Everything else is percent-encoded.
+bool allowed_in_target(char c) {
+    if (is_ascii_letter(c) || is_digit(c)) return true;
+    return std::string_view("-._~!$&'()*+,;=:@/?").find(c) != std::string_view::npos;
+}
+
 }  // namespace
+
+// Section 2.1: each byte a path or query may not hold, as '%' and two hex digits. A '%' that
+// already starts "%XX" is kept, so a URL that was encoded is not encoded twice.
+std::string percent_encode(std::string_view text) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        const bool already_encoded = c == '%' && i + 2 < text.size() && is_hex_digit(text[i + 1]) &&
+                                     is_hex_digit(text[i + 2]);
+        if (allowed_in_target(c) || already_encoded) {
+            out += c;
+        } else {
+            const auto byte = static_cast<unsigned char>(c);
+            out += '%';
+            out += hex[byte >> 4];
+            out += hex[byte & 0x0F];
+        }
+    }
+    return out;
+}
 
 std::string Url::host_header() const {
     // An IPv6 literal is the only kind of host that contains ':', and it needs its brackets back
@@ -162,14 +193,15 @@ Url parse_url(std::string_view text) {
     if (has_port) url.port = parse_port(port_text);
 
     // The target is the path and query. The fragment ("#section") is for the browser and is
-    // never sent to the server.
-    const std::string_view target = after_authority.substr(0, after_authority.find('#'));
+    // never sent to the server. Bytes a request line may not carry ("caf\xC3\xA9", "a|b") are
+    // sent percent-encoded, as a browser sends them; the report shows the URL as sent.
+    const std::string target = percent_encode(after_authority.substr(0, after_authority.find('#')));
     if (target.empty()) {
         url.target = "/";
     } else if (target.front() == '?') {
-        url.target = "/" + std::string(target);  // "http://host?q" asks for "/?q"
+        url.target = "/" + target;  // "http://host?q" asks for "/?q"
     } else {
-        url.target = std::string(target);
+        url.target = target;
     }
     return url;
 }

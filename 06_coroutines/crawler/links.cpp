@@ -82,37 +82,6 @@ Parts split(std::string_view text) {
     return parts;
 }
 
-bool is_hex_digit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-
-// What a path or query may hold as it is (RFC 3986, section 3.3 and 3.4): the unreserved
-// characters, the sub-delims, ':', '@', '/' and '?'. Everything else is percent-encoded.
-bool allowed_in_target(char c) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-    return std::string_view("-._~!$&'()*+,;=:@/?").find(c) != std::string_view::npos;
-}
-
-// Section 2.1: each byte a path or query may not hold, as '%' and two hex digits. A '%' that
-// already starts "%XX" is kept, so a link that was encoded is not encoded twice.
-std::string percent_encode(std::string_view text) {
-    static constexpr char hex[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        const bool already_encoded = c == '%' && i + 2 < text.size() && is_hex_digit(text[i + 1]) &&
-                                     is_hex_digit(text[i + 2]);
-        if (allowed_in_target(c) || already_encoded) {
-            out += c;
-        } else {
-            const auto byte = static_cast<unsigned char>(c);
-            out += '%';
-            out += hex[byte >> 4];
-            out += hex[byte & 0x0F];
-        }
-    }
-    return out;
-}
-
 // Section 5.2.3: a relative path is relative to the base's "directory", everything up to and
 // including its last '/'. "post-2" on "/site/blog/post-1" is "/site/blog/post-2".
 std::string merge(const Parts& base, std::string_view reference_path) {

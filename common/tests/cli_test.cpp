@@ -376,6 +376,17 @@ TEST(RunStage, PassesRequestsAndOptionsToFetchAll) {
     EXPECT_TRUE(fake.options.on_result);
 }
 
+// The report names the URL as it was sent: with the bytes a request target may not hold encoded.
+TEST(RunStage, SendsAndReportsTheUrlWithNonAsciiBytesPercentEncoded) {
+    FakeFetch fake;
+    Outcome result =
+        run(fake_stage(fake), {"1", "--json", "--url", "http://127.0.0.1:8081/caf\xC3\xA9"});
+    EXPECT_EQ(result.status, 0);
+    ASSERT_EQ(fake.requests.size(), 1u);
+    EXPECT_EQ(fake.requests[0].url.target, "/caf%C3%A9");
+    EXPECT_EQ(parse_json(result.out).at("url").string, "http://127.0.0.1:8081/caf%C3%A9");
+}
+
 TEST(RunStage, ResolvesIpv6Literals) {
     FakeFetch fake;
     Outcome result = run(fake_stage(fake), {"1", "--url", "http://[::1]:8080/"});

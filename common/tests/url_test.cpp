@@ -173,6 +173,22 @@ TEST(ParseUrl, RejectsOtherControlCharactersAndDel) {
     EXPECT_EQ(error_for("http\x01://h/"), "URL contains the control character 0x01 at position 4");
 }
 
+// RFC 3986 section 2.1: a request target holds printable ASCII only. Bytes it may not hold are
+// sent as "%XX", and what is already encoded stays as it is.
+TEST(ParseUrl, PercentEncodesTheBytesATargetMayNotHold) {
+    EXPECT_EQ(parse_url("http://127.0.0.1:8080/caf\xC3\xA9?q=\xC3\xA9").target, "/caf%C3%A9?q=%C3%A9");
+    EXPECT_EQ(parse_url("http://h/caf\xE9|\"<>").target, "/caf%E9%7C%22%3C%3E");
+    EXPECT_EQ(parse_url("http://h?\xFF").target, "/?%FF");
+    EXPECT_EQ(parse_url("http://h/a%20b%c3%A9/100%").target, "/a%20b%c3%A9/100%25");
+    EXPECT_EQ(parse_url("http://h/caf\xC3\xA9#\xC3\xA9").to_string(), "http://h/caf%C3%A9");
+}
+
+TEST(PercentEncode, KeepsWhatAPathOrQueryMayHoldAndAnExistingEscape) {
+    EXPECT_EQ(percent_encode("/a-b._~!$&'()*+,;=:@/?x=1%2F"), "/a-b._~!$&'()*+,;=:@/?x=1%2F");
+    EXPECT_EQ(percent_encode("a b\x01%zz%4"), "a%20b%01%25zz%254");
+    EXPECT_EQ(percent_encode(percent_encode("caf\xC3\xA9 x")), "caf%C3%A9%20x");
+}
+
 TEST(UrlHostHeader, OmitsPort80) {
     EXPECT_EQ(parse_url("http://example.com/").host_header(), "example.com");
     EXPECT_EQ(parse_url("http://example.com:80/").host_header(), "example.com");
