@@ -37,8 +37,8 @@ public:
 constexpr int json_max_depth = 256;
 
 // Parses a text that holds exactly one JSON value, with optional whitespace around it.
-// Throws JsonError ("at offset 12: expected ':'") for anything else, trailing text included, and for
-// nesting deeper than json_max_depth.
+// Throws JsonError ("at offset 12: expected ':'") for anything else, trailing text included,
+// and for nesting deeper than json_max_depth.
 Json parse_json(std::string_view text);
 
 }  // namespace sixways

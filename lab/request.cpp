@@ -136,7 +136,7 @@ RequestParser::Status RequestParser::parse_request_line(std::string_view line) {
     // replaces the Host header.
     std::string_view path = target;
     constexpr std::string_view scheme = "http://";
-    if (target.size() >= scheme.size() && equals_ignoring_case(target.substr(0, scheme.size()), scheme)) {
+    if (equals_ignoring_case(target.substr(0, scheme.size()), scheme)) {
         const std::string_view after_scheme = target.substr(scheme.size());
         const std::size_t authority_end = std::min(after_scheme.find('/'), after_scheme.find('?'));
         const std::string_view authority = after_scheme.substr(0, authority_end);
@@ -155,7 +155,7 @@ RequestParser::Status RequestParser::parse_request_line(std::string_view line) {
     http11_ = version == "HTTP/1.1";
     head_.method = std::string(method);
     // "http://h" and "http://h?q" name the path "/" (RFC 9112 section 3.2.1).
-    head_.target = path.empty() || path.front() != '/' ? "/" + std::string(path) : std::string(path);
+    head_.target = path.starts_with('/') ? std::string(path) : "/" + std::string(path);
     if (method != "GET" && method != "HEAD") return fail(405, "only GET and HEAD are supported");
     return status_;
 }
