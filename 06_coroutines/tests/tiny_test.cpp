@@ -190,7 +190,7 @@ TEST(TinyBinary, KeepsNoLimitUnderALowDescriptorLimit) {
 
 // Capped at a small address space, tiny still ends with its report: every request either got its
 // response or failed with `limit`, "out of memory" (it leaves running out of memory to the command
-// line; 06_coroutines keeps the other requests going). No abort, no internal error.
+// line). No abort, no internal error.
 TEST(TinyBinary, ReportsEveryRequestWhenAddressSpaceIsScarce) {
 #ifdef SIXWAYS_SANITIZE_SHADOW_MEMORY
     GTEST_SKIP() << "a sanitizer's shadow memory does not fit under a cap on address space";
