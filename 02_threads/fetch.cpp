@@ -1,4 +1,4 @@
-// Stage 02: a thread per request, or a pool of C threads.
+// Stage 02: a POSIX thread per request, or a fixed pool of them (--concurrency C).
 //
 // Stage 01 waited for one server at a time. The simplest way to wait for many at once is to let the
 // operating system do the waiting: give each request a thread of its own, each running exactly the
