@@ -9,8 +9,8 @@
 // So the loop in fetch_all asks every request in flight, again and again, "can you go on?": has
 // your handshake finished, can you send, has anything arrived, has your deadline passed? And it
 // starts new requests while fewer than the limit are in flight. Nothing tells it which socket is
-// ready, so it asks all of them, and it never sleeps: while the server thinks, one core runs at
-// 100 % asking questions whose answer is "not yet". Compare the report's cpu figure with its wall
+// ready, so it asks all of them, and it never sleeps: while the server thinks, it takes all the
+// CPU it is given asking questions whose answer is "not yet". Compare the report's cpu figure with its wall
 // time: for this stage they are about equal (stages 01 and 02 used almost no cpu: a thread that is
 // blocked costs nothing).
 //
@@ -114,8 +114,8 @@ std::vector<Result> fetch_all_one_at_a_time(const std::vector<Request>& requests
         Connection connection(index, requests[index], options);
         start(connection);
         // Ask, and ask again, until this one request is finished. Nothing else can happen
-        // meanwhile: the waiting is the same as with a blocking socket, only done by us, at 100 %
-        // of a core, instead of by the kernel for free.
+        // meanwhile: the waiting is the same as with a blocking socket, only done by us, with all
+        // the CPU we are given, instead of by the kernel for free.
         while (!advance(connection)) {
         }
         results.push_back(std::move(connection.result));
