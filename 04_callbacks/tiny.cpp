@@ -111,15 +111,16 @@ public:
           parser_(options.body_cap, options.keep_headers) {}
     Fetcher(const Fetcher&) = delete;  // the loop's callbacks point to this Fetcher: it must not move
 
-    // 1. Connect to the first address. A non-blocking connect() returns at once with EINPROGRESS:
-    //    the handshake goes on, and the socket turns writable when it has ended, either way.
+    // 1. Connect to the first address. A non-blocking connect() returns at once with EINPROGRESS
+    //    (or 0, already connected), and the socket turns writable when the handshake has ended,
+    //    either way.
     void start() {
         result_.timing.start = Clock::now();
         const Address& address = request_.addresses.at(0);
         socket_ = Descriptor(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
         if (!socket_) return fail(ErrorKind::connect, "socket", errno);
-        if (::connect(socket_.fd(), address.get(), address.length) == 0) return on_connected();
-        if (errno != EINPROGRESS) return fail(ErrorKind::connect, "connect", errno);
+        const bool begun = ::connect(socket_.fd(), address.get(), address.length) == 0 || errno == EINPROGRESS;
+        if (!begun) return fail(ErrorKind::connect, "connect", errno);
         loop_.watch(socket_.fd(), EPOLLOUT, [this] { on_connected(); });
     }
 

@@ -168,7 +168,7 @@ TEST(TinyFetchAll, TellsOnResultOnceForEachRequestWithItsResult) {
     LabServer server(on_loopback(0ms));
     server.start();
     std::vector<Request> requests = numbered_requests(server, 20);
-    requests[5] = request_for(refused_url());  // told at once, from start(), before the loop runs
+    requests[5] = request_for(refused_url());  // a failed request is told of too
     Options options;
     options.body_cap = 0;  // as the command line asks: count the body, keep none of it
     options.keep_headers = false;
