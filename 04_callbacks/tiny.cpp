@@ -12,9 +12,9 @@
 //
 // That is the price of this stage. In stage 01 the socket, the request text, how much of it was
 // sent and the parser were local variables of one function, and what came next was the next line.
-// Here each step returns to the loop before the next one can run, so all of that moves into the
-// Fetcher's data members, and what comes next is whichever callback was registered last. Stage 05
-// writes the fetch as one function again.
+// 03_tiny already kept them in an object, with a phase that its loop read on every pass. Here the
+// phase goes too: what comes next is whichever callback was registered last, and each step, read
+// on its own, is a fragment of the story. Stage 05 writes the fetch as one function again.
 //
 // This is "loop-with-callbacks.py", a step of the crawler in the book "500 Lines or Less" (A. Jesse
 // Jiryu Davis and Guido van Rossum, "A Web Crawler With asyncio Coroutines"), in C++. It leaves
@@ -161,21 +161,20 @@ private:
     //    stack: the Fetcher keeps only what must outlive this call.
     void on_readable() {
         using Status = ResponseParser::Status;
+        Timing& timing = result_.timing;
         char buffer[64 * 1024];
         const ssize_t n = ::recv(socket_.fd(), buffer, sizeof buffer, 0);
         if (n < 0 && errno == EAGAIN) return;  // nothing there after all: wait on
         if (n < 0) return fail(ErrorKind::receive, "recv", errno);
-        if (n > 0 && result_.timing.first_byte == Clock::time_point{}) {
-            result_.timing.first_byte = Clock::now();
-        }
+        if (n > 0 && timing.first_byte == Clock::time_point{}) timing.first_byte = Clock::now();
         const Status status = n == 0 ? parser_.finish() : parser_.feed({buffer, std::size_t(n)});
-        if (status == Status::need_more) return;
-        if (status == Status::complete) {
-            result_.response = parser_.take_response();
-            result_.timing.done = Clock::now();
-        } else {
+        if (status == Status::need_more) return;  // the rest comes in later calls
+        if (status == Status::error) {
             result_.fail(n == 0 ? ErrorKind::receive : ErrorKind::protocol, parser_.error());
+            return finish();
         }
+        result_.response = parser_.take_response();
+        timing.done = Clock::now();
         finish();
     }
 
@@ -194,8 +193,8 @@ private:
         if (options_.on_result) options_.on_result(index_, result_);
     }
 
-    // Read these last. In stage 01 the last four were local variables of one function; here they
-    // must outlive every step, so they live in the object.
+    // Read these last. In 01_tiny the last four were local variables of one function; here they
+    // must outlive every step, so they live in the object (as in 03_tiny's Connection).
     EventLoop& loop_;
     const Request& request_;  // fetch_all's, which outlive every Fetcher
     const Options& options_;
