@@ -26,10 +26,6 @@ bool later(const std::shared_ptr<Timer>& a, const std::shared_ptr<Timer>& b) {
 
 EventLoop::EventLoop() : epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {
     if (epoll_fd_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
-    // Room for a full batch of events, a reader and a writer each, from the start: run_once then
-    // needs no memory of its own to collect them, even when the callbacks have used it all up.
-    ready_.reserve(2 * events_.size());
-    running_.reserve(2 * events_.size());
 }
 
 EventLoop::~EventLoop() { close(epoll_fd_); }
@@ -146,13 +142,10 @@ void EventLoop::add_watch(int fd, Direction direction, Callback callback) {
     std::shared_ptr<Handle>& slot = watches_[fd].handle(direction);
     if (slot) {
         slot->cancelled = true;  // replaced: an event already queued for it must not run
-        slot = std::make_shared<Handle>(std::move(callback));
-        return;
+    } else {
+        ++watching_;
     }
-    // The Handle before the count: with no memory for it (std::bad_alloc), nothing is counted. A
-    // count one too high would keep run() waiting for ever for a watch that does not exist.
     slot = std::make_shared<Handle>(std::move(callback));
-    ++watching_;
 }
 
 bool EventLoop::remove_watch(int fd, Direction direction) {

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <functional>
-#include <new>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -207,36 +206,20 @@ private:
         while (in_flight_ < concurrency_ && next_request_ < requests_.size()) {
             const std::size_t request = next_request_++;
             ++in_flight_;
-            if (start_within_memory(request)) {
-                arm(request);
-            } else {
-                complete(request);  // finished without ever waiting
-            }
-        }
-    }
-
-    // Creates the fetch of `request`, runs it to its first wait, and sets its deadline. Returns
-    // true if it waits; false if it has already finished: it failed before waiting (no descriptor
-    // left: a `limit` error), or it found no memory for its frame, for what it did before its
-    // first wait, or for its timer. Memory is a resource like descriptors: that fetch's result is
-    // `limit`, "out of memory", and the other requests go on.
-    bool start_within_memory(std::size_t request) noexcept {
-        Fetch& fetch = fetches_[request].fetch;
-        try {
             // Calling the coroutine allocates its frame, once per request; nothing runs yet.
+            Fetch& fetch = fetches_[request].fetch;
             fetch = fetch_(requests_[request], options_, results_[request]);
-            if (!fetch.next()) return false;  // runs the body up to its first wait
+            if (!fetch.next()) {  // runs the body up to its first wait
+                complete(request);
+                continue;
+            }
             // The deadline counts from the start time the body has just recorded, so that both
             // come from one clock reading.
             const Clock::time_point deadline =
                 deadline_after(results_[request].timing.start, options_.timeout);
             timers_.push_back(Timer{deadline, request});
             std::push_heap(timers_.begin(), timers_.end(), std::greater<>{});
-            return true;
-        } catch (const std::bad_alloc&) {
-            fetch.close();  // a fetch without a deadline must not wait: its frame goes, and its socket
-            fail_out_of_memory(results_[request]);
-            return false;
+            arm(request);
         }
     }
 
@@ -273,22 +256,10 @@ private:
 
     // Resumes the fetch of `request` with what happened, then arms its next wait or completes it.
     void resume(std::size_t request, Event event) {
-        if (send_within_memory(request, event)) {
+        if (fetches_[request].fetch.send(event)) {
             arm(request);
         } else {
             complete(request);
-        }
-    }
-
-    // fetch.send(event): true if the fetch waits again, false if it has finished. A body that meets
-    // std::bad_alloc (what the parser keeps, an error message) ends there, and its result is
-    // `limit`, "out of memory"; the other fetches go on.
-    bool send_within_memory(std::size_t request, Event event) noexcept {
-        try {
-            return fetches_[request].fetch.send(event);
-        } catch (const std::bad_alloc&) {
-            fail_out_of_memory(results_[request]);
-            return false;
         }
     }
 

@@ -106,7 +106,9 @@ TEST_P(ConformanceCore, DecodesChunkedBodiesOfAnySize) {
 TEST_P(ConformanceCore, ReadsABodyThatEndsWhenTheServerCloses) {
     SilentServer peer;
     std::string body;
-    for (int line = 0; body.size() < 200'000; ++line) body += "line " + std::to_string(line) + " of a close-framed body\n";
+    for (int line = 0; body.size() < 200'000; ++line) {
+        body += "line " + std::to_string(line) + " of a body framed by the close\n";
+    }
     std::string problem;
     std::thread answer([&] {
         try {

@@ -21,7 +21,7 @@
 #include "tests/conformance.hpp"
 #include "tests/support/stage_support.hpp"
 
-namespace sixways::tiny {
+namespace sixways::coroutines::tiny {
 namespace {
 
 using namespace std::chrono_literals;
@@ -41,19 +41,6 @@ std::vector<Result> fetch(const std::vector<Request>& requests, const Options& o
 std::string refused_url() { return SilentServer().url(); }
 
 // ---- fetch_all ----
-
-TEST(TinyFetchAll, TriesTheNextAddressWhenOneRefuses) {
-    LabServer server(on_loopback(0ms));
-    server.start();
-    Request request = request_for(server.url("/second"));
-    request.addresses.insert(request.addresses.begin(), request_for(refused_url()).addresses.at(0));
-
-    const std::vector<Result> results = fetch({request});
-
-    ASSERT_EQ(results.size(), 1u);
-    ASSERT_TRUE(results[0].ok()) << results[0].error_message;
-    EXPECT_NE(results[0].response.body.find("/second"), std::string::npos);
-}
 
 TEST(TinyFetchAll, SendsARequestLargerThanTheSocketBuffersInPieces) {
     // A 16 MB path, and a peer that reads nothing for a moment: more than the socket buffers hold
@@ -203,7 +190,7 @@ TEST(TinyBinary, KeepsNoLimitUnderALowDescriptorLimit) {
 
 // Capped at a small address space, tiny still ends with its report: every request either got its
 // response or failed with `limit`, "out of memory" (it leaves running out of memory to the command
-// line; 06_coroutines keeps the other requests going). No abort, no internal error.
+// line). No abort, no internal error.
 TEST(TinyBinary, ReportsEveryRequestWhenAddressSpaceIsScarce) {
 #ifdef SIXWAYS_SANITIZE_SHADOW_MEMORY
     GTEST_SKIP() << "a sanitizer's shadow memory does not fit under a cap on address space";
@@ -248,8 +235,8 @@ TEST(TinyBinary, HelpLeavesOutWhatItDoesNotOffer) {
 }
 
 }  // namespace
-}  // namespace sixways::tiny
+}  // namespace sixways::coroutines::tiny
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ConformanceCore,
-                         testing::Values(StageUnderTest{"06_tiny", &sixways::tiny::fetch_all, STAGE_BINARY}),
+                         testing::Values(StageUnderTest{"06_tiny", &sixways::coroutines::tiny::fetch_all, STAGE_BINARY}),
                          StageName());
