@@ -20,7 +20,8 @@
 // Jiryu Davis and Guido van Rossum, "A Web Crawler With asyncio Coroutines"), in C++. It leaves
 // out, on purpose, what the rest of this folder adds: a deadline (timers; here a server that never
 // answers is waited for until Ctrl-C), the other addresses of a name (this tries the first one
-// only), a limit on the requests in flight, and a ready queue (run() says why this loop needs none).
+// only), a limit on the requests in flight, and a ready queue (run() says why this loop needs
+// none).
 #include "04_callbacks/tiny.hpp"
 
 #include <sys/epoll.h>

@@ -1,6 +1,6 @@
-// 05_tiny [N] [--url URL] [--json] [--trace FILE]: stage 05's idea in one file (tiny.cpp), the fetch
-// as a generator resumed by a plain epoll loop, with no deadline and no limit, so --timeout and
-// --concurrency are refused.
+// 05_tiny [N] [--url URL] [--json] [--trace FILE]: stage 05's idea in one file (tiny.cpp), the
+// fetch as a generator resumed by a plain epoll loop, with no deadline and no limit, so --timeout
+// and --concurrency are refused.
 #include "05_generators/tiny.hpp"
 #include "common/cli.hpp"
 
