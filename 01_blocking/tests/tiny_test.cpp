@@ -36,7 +36,7 @@ std::vector<Result> fetch(const std::vector<Request>& requests, const Options& o
 
 // ---- fetch_all ----
 
-TEST(TinyFetchAll, SendsOneRequestAfterAnotherAndRecordsEachPhaseInOrder) {
+TEST(BlockingTinyFetchAll, SendsOneRequestAfterAnotherAndRecordsEachPhaseInOrder) {
     LabServer server(on_loopback(20ms));
     server.start();
     const std::vector<Request> requests = numbered_requests(server, 5);
@@ -60,7 +60,7 @@ TEST(TinyFetchAll, SendsOneRequestAfterAnotherAndRecordsEachPhaseInOrder) {
     }
 }
 
-TEST(TinyFetchAll, ClosesEverySocketWhateverTheEnding) {
+TEST(BlockingTinyFetchAll, ClosesEverySocketWhateverTheEnding) {
     const int before = open_descriptors();
     {
         LabServer server(on_loopback(0ms));
@@ -106,7 +106,7 @@ std::map<std::string, int> spans_in_trace(const std::string& path) {
     return count;
 }
 
-TEST(TinyBinary, ReportsLatencyAndTracesEveryPhaseOfEveryRequest) {
+TEST(BlockingTinyBinary, ReportsLatencyAndTracesEveryPhaseOfEveryRequest) {
     LabServer server(on_loopback(20ms));
     server.start();
     const std::string trace = ::testing::TempDir() + "01_tiny_trace.json";
@@ -124,7 +124,7 @@ TEST(TinyBinary, ReportsLatencyAndTracesEveryPhaseOfEveryRequest) {
     std::remove(trace.c_str());
 }
 
-TEST(TinyBinary, RefusesTimeoutAndConcurrencyAsBadUsageWithoutConnecting) {
+TEST(BlockingTinyBinary, RefusesTimeoutAndConcurrencyAsBadUsageWithoutConnecting) {
     LabServer server(on_loopback(0ms));
     server.start();
     for (const std::vector<std::string>& options :
@@ -142,7 +142,7 @@ TEST(TinyBinary, RefusesTimeoutAndConcurrencyAsBadUsageWithoutConnecting) {
     EXPECT_EQ(server.stats().accepted, 0u) << "bad usage made a connection";
 }
 
-TEST(TinyBinary, HelpSaysItWaitsUntilCtrlCAndLeavesOutWhatItDoesNotOffer) {
+TEST(BlockingTinyBinary, HelpSaysItWaitsUntilCtrlCAndLeavesOutWhatItDoesNotOffer) {
     const auto output = run_tiny({"--help"});
     EXPECT_EQ(output.exit_status, 0) << output.err;
     EXPECT_EQ(output.out.rfind("usage: 01_tiny [N] [--url URL] [--json] [--trace FILE] [--help]\n", 0), 0u)
