@@ -192,7 +192,9 @@ TEST(Threads, FailsARequestThatFindsNoDescriptorWithLimitAndGoesOn) {
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Threads, Conformance,
-                         testing::Values(StageUnderTest{"02_threads", &sixways::threads::fetch_all,
-                                                        STAGE_BINARY}),
-                         StageName());
+namespace {
+const StageUnderTest threads{"02_threads", &sixways::threads::fetch_all, STAGE_BINARY};
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(Threads, ConformanceCore, testing::Values(threads), StageName());
+INSTANTIATE_TEST_SUITE_P(Threads, Conformance, testing::Values(threads), StageName());
