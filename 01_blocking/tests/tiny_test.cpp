@@ -1,5 +1,6 @@
-// 01_tiny: what it promises beyond the core conformance suite. Tiny has no deadline, so it is never
-// sent anything that would make it wait for ever (no /fault/hang, no /fault/stall, no silent peer).
+// 01_tiny: the core of the conformance suite (tests/conformance_core.cpp), then what only tiny has
+// to show. Tiny has no deadline, so it is never sent anything that would make it wait for ever (no
+// /fault/hang, no /fault/stall, no silent peer).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "common/json_reader.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
+#include "tests/conformance.hpp"
 #include "tests/support/stage_support.hpp"
 
 namespace sixways::blocking::tiny {
@@ -154,3 +156,7 @@ TEST(BlockingTinyBinary, HelpSaysItWaitsUntilCtrlCAndLeavesOutWhatItDoesNotOffer
 
 }  // namespace
 }  // namespace sixways::blocking::tiny
+
+INSTANTIATE_TEST_SUITE_P(BlockingTiny, ConformanceCore,
+                         testing::Values(StageUnderTest{"01_tiny", &sixways::blocking::tiny::fetch_all, STAGE_BINARY}),
+                         StageName());

@@ -1,5 +1,6 @@
-// 02_tiny: what it promises beyond the core conformance suite. Tiny has no deadline, so it is never
-// sent anything that would make it wait for ever (no /fault/hang, no /fault/stall, no silent peer).
+// 02_tiny: the core of the conformance suite (tests/conformance_core.cpp), then what only tiny has
+// to show. Tiny has no deadline, so it is never sent anything that would make it wait for ever (no
+// /fault/hang, no /fault/stall, no silent peer).
 // These tests also run under ThreadSanitizer (ctest label `threads`), so N stays small.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "common/json_reader.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
+#include "tests/conformance.hpp"
 #include "tests/support/stage_support.hpp"
 
 namespace sixways::threads::tiny {
@@ -200,3 +202,7 @@ TEST(ThreadsTinyBinary, HelpSaysItWaitsUntilCtrlCAndLeavesOutWhatItDoesNotOffer)
 
 }  // namespace
 }  // namespace sixways::threads::tiny
+
+INSTANTIATE_TEST_SUITE_P(ThreadsTiny, ConformanceCore,
+                         testing::Values(StageUnderTest{"02_tiny", &sixways::threads::tiny::fetch_all, STAGE_BINARY}),
+                         StageName());

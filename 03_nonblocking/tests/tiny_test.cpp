@@ -1,6 +1,6 @@
-// 03_tiny: what it promises beyond the core conformance suite. Tiny has no deadline, so it is never
-// sent anything that would make it wait for ever (no /fault/hang, no /fault/stall), and the one
-// silent peer here is answered by the test itself.
+// 03_tiny: the core of the conformance suite (tests/conformance_core.cpp), then what only tiny has
+// to show. Tiny has no deadline, so it is never sent anything that would make it wait for ever (no
+// /fault/hang, no /fault/stall), and the one silent peer here is answered by the test itself.
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -21,6 +21,7 @@
 #include "common/json_reader.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
+#include "tests/conformance.hpp"
 #include "tests/support/stage_support.hpp"
 
 namespace sixways::nonblocking::tiny {
@@ -120,6 +121,40 @@ TEST(NonblockingTinyFetchAll, SendsTheNextRequestWhileTheFirstWaitsForItsAnswer)
     }
 }
 
+TEST(NonblockingTinyFetchAll, SendsARequestLargerThanTheSocketBuffersInPieces) {
+    // A 16 MB path, and a peer that reads nothing for a moment: more than the socket buffers hold
+    // until it reads, so send() takes the request in parts and says EAGAIN, and the rest goes on a
+    // later pass. (The pause only makes a partial send certain; nothing here is timed.)
+    SilentServer peer;
+    const std::string url = peer.url() + "/" + std::string(16 << 20, 'a');
+    std::size_t received = 0;
+    std::thread answer([&peer, &received] {
+        const Descriptor connection(peer.accept());
+        std::this_thread::sleep_for(200ms);
+        std::string tail;  // the last bytes read, to see the end of the request
+        char buffer[64 * 1024];
+        while (tail.find("\r\n\r\n") == std::string::npos) {
+            pollfd entry{connection.fd(), POLLIN, 0};
+            if (::poll(&entry, 1, 10'000) != 1) break;
+            const ssize_t n = ::recv(connection.fd(), buffer, sizeof buffer, 0);
+            if (n <= 0) break;
+            received += static_cast<std::size_t>(n);
+            tail = tail.substr(tail.size() > 3 ? tail.size() - 3 : 0);
+            tail.append(buffer, static_cast<std::size_t>(n));
+        }
+        const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        ::send(connection.fd(), response.data(), response.size(), MSG_NOSIGNAL);
+    });
+
+    const std::vector<Result> results = fetch({request_for(url)});
+    answer.join();
+
+    ASSERT_EQ(results.size(), 1u);
+    ASSERT_TRUE(results[0].ok()) << results[0].error_message;
+    EXPECT_EQ(results[0].response.body, "ok");
+    EXPECT_GT(received, std::size_t{16} << 20) << "the whole request, in pieces";
+}
+
 TEST(NonblockingTinyFetchAll, ClosesEverySocketWhateverTheEnding) {
     const int before = open_descriptors();
     {
@@ -214,3 +249,7 @@ TEST(NonblockingTinyBinary, HelpSaysItWaitsUntilCtrlCAndLeavesOutWhatItDoesNotOf
 
 }  // namespace
 }  // namespace sixways::nonblocking::tiny
+
+INSTANTIATE_TEST_SUITE_P(NonblockingTiny, ConformanceCore,
+                         testing::Values(StageUnderTest{"03_tiny", &sixways::nonblocking::tiny::fetch_all, STAGE_BINARY}),
+                         StageName());
