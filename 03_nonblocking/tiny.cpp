@@ -54,9 +54,9 @@ struct Connection {
         phase = Phase::connecting;
         const int type = SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC;  // SOCK_NONBLOCK: the lesson
         socket = Descriptor(::socket(address.family(), type, 0));
-        if (!socket) return failed(ErrorKind::connect, "socket", errno);
+        if (!socket) return fail(ErrorKind::connect, "socket", errno);
         const int connected = ::connect(socket.fd(), address.get(), address.length);
-        if (connected != 0 && errno != EINPROGRESS) failed(ErrorKind::connect, "connect", errno);
+        if (connected != 0 && errno != EINPROGRESS) fail(ErrorKind::connect, "connect", errno);
     }
 
     // Has the handshake ended, and how? Nothing tells us, so we ask, with connect() again: EALREADY
@@ -64,17 +64,17 @@ struct Connection {
     void check_connected() {
         const int connected = ::connect(socket.fd(), address.get(), address.length);
         if (connected != 0 && errno == EALREADY) return;  // not yet: ask again on the next pass
-        if (connected != 0 && errno != EISCONN) return failed(ErrorKind::connect, "connect", errno);
+        if (connected != 0 && errno != EISCONN) return fail(ErrorKind::connect, "connect", errno);
         result.timing.connected = Clock::now();
         phase = Phase::sending;
     }
 
     // 2. Send what the kernel takes. EAGAIN: its buffer is full; the rest waits for a later pass.
-    void send_some() {
+    void try_send() {
         while (sent < bytes.size()) {
             const ssize_t n = ::send(socket.fd(), &bytes[sent], bytes.size() - sent, MSG_NOSIGNAL);
             if (n < 0 && errno == EAGAIN) return;
-            if (n < 0) return failed(ErrorKind::send, "send", errno);
+            if (n < 0) return fail(ErrorKind::send, "send", errno);
             sent += static_cast<std::size_t>(n);
         }
         result.timing.sent = Clock::now();
@@ -82,14 +82,14 @@ struct Connection {
     }
 
     // 3. Receive, as 01_tiny does, until recv() says there is nothing more for now (EAGAIN).
-    void receive_some() {
+    void try_receive() {
         using Status = ResponseParser::Status;
         Timing& timing = result.timing;
         char buffer[16 * 1024];
         for (;;) {
             const ssize_t n = ::recv(socket.fd(), buffer, sizeof buffer, 0);
             if (n < 0 && errno == EAGAIN) return;  // nothing yet: on a later pass
-            if (n < 0) return failed(ErrorKind::receive, "recv", errno);
+            if (n < 0) return fail(ErrorKind::receive, "recv", errno);
             if (n > 0 && timing.first_byte == Clock::time_point{}) timing.first_byte = Clock::now();
             const Status status = n == 0 ? parser.finish() : parser.feed({buffer, std::size_t(n)});
             if (status == Status::complete) break;
@@ -105,7 +105,7 @@ struct Connection {
     }
 
     // A failed system call is this request's error, as in 01_tiny.
-    void failed(ErrorKind otherwise, const char* call, int error) {
+    void fail(ErrorKind otherwise, const char* call, int error) {
         result.fail(kind_for_errno(error, otherwise), errno_message(call, error));
         phase = Phase::finished;
     }
@@ -126,8 +126,8 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
             // falls through to the next in the same visit: a handshake just ended, to a send.
             if (connection.phase == Connection::Phase::not_started) connection.start();
             if (connection.phase == Connection::Phase::connecting) connection.check_connected();
-            if (connection.phase == Connection::Phase::sending) connection.send_some();
-            if (connection.phase == Connection::Phase::receiving) connection.receive_some();
+            if (connection.phase == Connection::Phase::sending) connection.try_send();
+            if (connection.phase == Connection::Phase::receiving) connection.try_receive();
             if (connection.phase != Connection::Phase::finished) continue;
             connection.socket.close();  // now, not when fetch_all returns
             ++finished;
