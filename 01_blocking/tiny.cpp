@@ -25,8 +25,8 @@
 namespace sixways::blocking::tiny {
 
 // A failed system call is that request's error: `limit` if something ran out (EMFILE: no
-// descriptor left, ...), else `otherwise`, with what failed and why ("connect: Connection refused").
-// Result::fail also sets timing.done.
+// descriptor left, ...), else `otherwise`, with what failed and why ("connect: Connection
+// refused"). Result::fail also sets timing.done.
 Result failed(Result& result, ErrorKind otherwise, const char* call, int error) {
     result.fail(kind_for_errno(error, otherwise), errno_message(call, error));
     return result;

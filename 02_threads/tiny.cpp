@@ -3,7 +3,8 @@
 // 01_tiny waited for one server at a time. Here every request gets a thread of its own, and each
 // thread runs 01_tiny's fetch, unchanged: while one thread is blocked in recv(), the kernel runs
 // another. N requests to a server that answers in 100 ms take about 100 ms, plus the time it takes
-// to start N threads. Only fetch_all, at the bottom, is new.
+// to start N threads. Each thread costs a stack, and the system allows only so many (`ulimit -u`).
+// Only fetch_all, at the bottom, is new.
 //
 // Threads run at the same time over the same memory, so here is what they share, and why that is
 // safe. `requests` and `options` are only read. `results` has a slot per request, made before any
@@ -15,8 +16,10 @@
 // It leaves out, on purpose, what fetch.cpp adds: a deadline (here a server that never answers is
 // waited for until Ctrl-C), the other addresses of a name, a pool of C threads (--concurrency),
 // and a small stack for each thread (std::thread cannot be given a stack size: each one reserves
-// the default, 8 MiB of address space). Nor does it catch std::bad_alloc, which fetch throws when
-// memory runs out: an exception that leaves a thread ends the whole process.
+// the default, `ulimit -s`, 8 MiB on most systems, of address space). Nor does it catch
+// std::bad_alloc, which fetch throws when memory runs out: an exception that leaves a thread ends
+// the whole process. Stage 03 goes the other way: one thread for every request, on sockets that
+// never block.
 #include "02_threads/tiny.hpp"
 
 #include <sys/socket.h>
@@ -32,8 +35,8 @@
 namespace sixways::threads::tiny {
 
 // A failed system call is that request's error: `limit` if something ran out (EMFILE: no
-// descriptor left, ...), else `otherwise`, with what failed and why ("connect: Connection refused").
-// Result::fail also sets timing.done.
+// descriptor left, ...), else `otherwise`, with what failed and why ("connect: Connection
+// refused"). Result::fail also sets timing.done.
 Result failed(Result& result, ErrorKind otherwise, const char* call, int error) {
     result.fail(kind_for_errno(error, otherwise), errno_message(call, error));
     return result;
