@@ -8,8 +8,9 @@
 //
 // So the loop in fetch_all asks every request, again and again, "can you go on?". Nothing tells
 // it which socket has news, so it asks them all, and it never sleeps: while the server thinks, it
-// spins through calls whose answer is "not yet", and keeps a core busy (compare the report's cpu
-// time with its wall time). Stage 04 sleeps instead, until epoll says which sockets are ready.
+// spins through calls whose answer is "not yet", on all the CPU time the machine gives it (on an
+// idle machine, a whole core: compare the report's cpu time with its wall time). Stage 04 sleeps
+// instead, until epoll says which sockets are ready.
 //
 // A request can no longer keep its state in local variables, as 01_tiny's fetch did: the loop
 // leaves it after every question and must find it again on the next pass. So it lives in a

@@ -8,8 +8,8 @@
 namespace sixways::nonblocking::tiny {
 
 // Every request at once, on the calling thread, with non-blocking sockets polled in a busy loop:
-// it keeps one core busy until the last request has its result. Calls options.on_result on the
-// calling thread. No deadline and no limit: options.timeout and options.concurrency are not used.
+// it never sleeps until the last request has its result. Calls options.on_result on the calling
+// thread. No deadline and no limit: options.timeout and options.concurrency are not used.
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options);
 
 }  // namespace sixways::nonblocking::tiny

@@ -7,9 +7,9 @@ int main(int argc, char** argv) {
     using namespace sixways;
     const StageInfo stage{
         .name = "03_tiny",
-        .summary = "non-blocking sockets, every one polled in a busy loop that keeps a core busy, "
-                   "in one short file; no deadline: a server that never answers is waited for "
-                   "until Ctrl-C",
+        .summary = "non-blocking sockets, every one polled in a busy loop that never sleeps, in "
+                   "one short file; no deadline: a server that never answers is waited for until "
+                   "Ctrl-C",
         .fetch_all = &nonblocking::tiny::fetch_all,
         .one_at_a_time = false,
         .flags = {},
