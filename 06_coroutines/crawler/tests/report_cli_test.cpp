@@ -355,6 +355,21 @@ TEST(CrawlBinary, StopsAnEndlessSiteAtMaxPagesAndSaysSo) {
     EXPECT_EQ(site.total_requests(), 12u);
 }
 
+// The exclude pattern is matched against every link found, up to the longest one followed
+// (Crawler::max_url_length): however it is written, matching it must not run out of stack.
+TEST(CrawlBinary, MatchesItsExcludeAgainstTheLongestLinkItFollows) {
+    testing::TestSite site;
+    const std::string longest = "/" + std::string(Crawler::max_url_length - site.url("/").size(), 'a');
+    site.add_page("/", {longest, "/paper.pdf", "/data.zip"});
+    site.add_page(longest, {});
+    const BinaryRun run = run_crawl_binary({site.url("/"), "--exclude", "([a-z]|[0-9]|-|_|\\.)*\\.(zip|pdf)$"});
+    EXPECT_EQ(run.exit_status, 0) << run.err;
+    EXPECT_EQ(site.url(longest).size(), Crawler::max_url_length);
+    EXPECT_EQ(site.requests_for(longest), 1u);
+    EXPECT_EQ(site.requests_for("/paper.pdf"), 0u);
+    EXPECT_EQ(site.requests_for("/data.zip"), 0u);
+}
+
 TEST(CrawlBinary, ExitsTwoOnBadUsage) {
     EXPECT_EQ(run_crawl_binary({"--max-tasks", "0"}).exit_status, 2);
     EXPECT_EQ(run_crawl_binary({"https://example.com/"}).exit_status, 2);
