@@ -100,8 +100,7 @@ void EventLoop::run_once() {
 
     // From here on, new callbacks go to ready_ and wait for the next turn. The two vectors swap
     // roles every turn and keep their capacity: no allocation per event.
-    running_.clear();  // normally empty already; not after a callback threw
-    running_.swap(ready_);
+    running_.swap(ready_);  // running_ is empty: the last turn cleared it
     for (const std::shared_ptr<Handle>& handle : running_) {
         if (!handle->cancelled) handle->callback();
     }
@@ -111,13 +110,8 @@ void EventLoop::run_once() {
 void EventLoop::run() {
     if (is_running_) throw std::logic_error("EventLoop::run: the loop is already running");
     is_running_ = true;
-    try {
-        while (!ready_.empty() || watching_ > 0 || has_live_timers()) {
-            run_once();
-        }
-    } catch (...) {
-        is_running_ = false;
-        throw;
+    while (!ready_.empty() || watching_ > 0 || has_live_timers()) {
+        run_once();
     }
     is_running_ = false;
 }

@@ -114,8 +114,10 @@ public:
 
     // Turns the loop until there are no readers, writers, timers (that are not cancelled) or ready
     // callbacks left. An exception thrown by a callback leaves run() and drops the rest of its
-    // turn. Calling run() from inside a callback throws std::logic_error (as asyncio raises
-    // "This event loop is already running"): the inner run would reuse the outer turn's queue.
+    // turn; the loop is then done with, not run again (fetch_all lets the exception go, and its
+    // loop with it). Calling run() from inside a callback throws std::logic_error (as asyncio
+    // raises "This event loop is already running"): the inner run would reuse the outer turn's
+    // queue.
     void run();
 
     // The loop's clock: a monotonic clock, so timers do not jump when the wall clock is set.
