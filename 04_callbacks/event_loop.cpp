@@ -128,12 +128,13 @@ int EventLoop::epoll_timeout_ms() {
 
 // ---- Descriptors -------------------------------------------------------------------------------
 
-void EventLoop::add_watch(int fd, Direction direction, Callback callback) {
+void EventLoop::add_watch(int fd, std::uint32_t direction, Callback callback) {
     if (fd < 0) throw std::invalid_argument("add_reader/add_writer: negative descriptor");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(fd + 1);
     // epoll first: if it refuses, nothing has changed here.
-    tell_epoll(fd, watches_[fd].registered | (direction == Direction::read ? EPOLLIN : EPOLLOUT));
-    std::shared_ptr<Handle>& slot = watches_[fd].handle(direction);
+    tell_epoll(fd, watches_[fd].registered | direction);
+    std::shared_ptr<Handle>& slot =
+        direction == EPOLLIN ? watches_[fd].reader : watches_[fd].writer;
     if (slot) {
         slot->cancelled = true;  // replaced: an event already queued for it must not run
     } else {
@@ -142,10 +143,10 @@ void EventLoop::add_watch(int fd, Direction direction, Callback callback) {
     slot = std::make_shared<Handle>(std::move(callback));
 }
 
-bool EventLoop::remove_watch(int fd, Direction direction) {
+bool EventLoop::remove_watch(int fd, std::uint32_t direction) {
     if (fd < 0 || static_cast<std::size_t>(fd) >= watches_.size()) return false;
     Watch& watch = watches_[fd];
-    std::shared_ptr<Handle>& slot = watch.handle(direction);
+    std::shared_ptr<Handle>& slot = direction == EPOLLIN ? watch.reader : watch.writer;
     if (!slot) return false;
     // Only flag it: if it is the callback running right now, destroying its std::function would
     // pull the code out from under it. The ready queue's reference frees it at the end of the turn.
