@@ -44,17 +44,15 @@ namespace {
 
 // One request, from its first connect to its result. Create it, call start(), and the loop does
 // the rest; when the result is final the Fetcher calls `done`. It may be destroyed at any time
-// after that (or before: it then unregisters everything and closes its socket).
+// after that. (Before that only when an exception ends the run: its loop dies with it, so the
+// destructor has only its socket to close.)
 class Fetcher {
 public:
     Fetcher(EventLoop& loop, const Request& request, const Options& options, Result& result,
             Callback done)
         : loop_(loop), request_(request), options_(options), result_(result),
           done_(std::move(done)), parser_(options.body_cap, options.keep_headers) {}
-    ~Fetcher() {
-        timeout_.cancel();
-        close_socket();
-    }
+    ~Fetcher() { close_socket(); }
     Fetcher(const Fetcher&) = delete;
     Fetcher& operator=(const Fetcher&) = delete;
 
@@ -77,9 +75,8 @@ private:
     // socket is then writable straight away, so both cases take the same path.) An address that
     // fails at once is skipped; when none is left, the request fails with the last error.
     void connect_next_address() {
-        const std::vector<Address>& addresses = request_.addresses;
-        while (next_address_ < addresses.size()) {
-            const Address& address = addresses[next_address_++];
+        while (next_address_ < request_.addresses.size()) {
+            const Address& address = request_.addresses[next_address_++];
             fd_ = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
             if (fd_ < 0) {  // EMFILE and friends: this request fails with `limit`, the run goes on
                 failed_call_ = "socket";
@@ -297,8 +294,7 @@ private:
 }  // namespace
 
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options) {
-    Batch batch(requests, options);
-    return batch.run();
+    return Batch(requests, options).run();
 }
 
 }  // namespace sixways::callbacks
