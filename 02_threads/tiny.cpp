@@ -16,10 +16,10 @@
 // It leaves out, on purpose, what fetch.cpp adds: a deadline (here a server that never answers is
 // waited for until Ctrl-C), the other addresses of a name, a fixed pool of threads (--concurrency),
 // and a small stack for each thread (std::thread cannot be given a stack size: each one reserves
-// the default, `ulimit -s`, 8 MiB on most systems, of address space). Nor does it catch
-// std::bad_alloc, which fetch throws when memory runs out: an exception that leaves a thread ends
-// the whole process. Stage 03 goes the other way: one thread for every request, on sockets that
-// never block.
+// the default, `ulimit -s`, 8 MiB on most systems, of address space). Nor does it handle running
+// out of memory: a std::bad_alloc that leaves a thread, or leaves fetch_all while threads still
+// run, ends the whole process (std::terminate). Stage 03 goes the other way: a single thread for
+// every request, on sockets that never block.
 #include "02_threads/tiny.hpp"
 
 #include <sys/socket.h>
@@ -102,7 +102,6 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
         if (options.on_result) options.on_result(index, results[index]);
     };
     std::vector<std::thread> threads;
-    threads.reserve(requests.size());  // so that adding a thread never has to move the others
     for (std::size_t index = 0; index < requests.size(); ++index) {
         try {
             threads.emplace_back([&, index] { finish(index, fetch(requests[index], options)); });
