@@ -78,9 +78,9 @@ public:
     // closed? Not here. A callback closes only its own socket, the one whose event it is handling,
     // and epoll_wait reports a descriptor at most once per call; so every later event of the batch
     // is for a socket still open and still in the map (at() would throw if one were not). The full
-    // loop has timers: a request's timeout closes a socket whose event may come later in the same
-    // batch, and a new socket may already have its number. That is why event_loop.cpp needs a
-    // ready queue of registrations, and this loop needs neither.
+    // loop has a second way for a request to end, its deadline, and runs a turn's callbacks from a
+    // queue: by the time a queued callback runs, its request may have ended the other way, and a
+    // new socket may have its socket's number. So event_loop.cpp queues Handles it can cancel.
     void run() {
         constexpr int max_events = 1024;  // more ready descriptors wait for the next turn
         epoll_event events[max_events];
