@@ -50,9 +50,14 @@ EventLoop::~EventLoop() {
     // Pending tasks first, while everything they may touch on their way out still exists: their
     // frames remove readers, cancel timers and wake other waiters as they are destroyed.
     while (first_task_ != nullptr) first_task_->abandon();
+    // Then the callbacks. Destroying one may call back into the loop (a reader that owns its
+    // socket removes itself; a capture schedules a timer as it goes): from here on, those calls
+    // drop what they are given and do nothing.
+    closed_ = true;
     ready_.clear();
     for (const std::shared_ptr<detail::Timer>& timer : timers_) timer->loop = nullptr;
     timers_.clear();
+    watches_.clear();
     ::close(epoll_fd_);
 }
 
@@ -203,6 +208,7 @@ bool EventLoop::remove(const Registration& registration) {
 // direction is already registered, DEL when nothing is left. (Stage 04's deeper page measures
 // batching these changes until the next poll, as libuv does.)
 Registration EventLoop::add_watch(int fd, bool writer, Callback callback) {
+    if (closed_) return Registration{};
     if (fd < 0) throw std::invalid_argument("add_reader/add_writer: negative descriptor");
     if (!callback) throw std::invalid_argument("add_reader/add_writer: empty callback");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(static_cast<std::size_t>(fd) + 1);
@@ -228,7 +234,7 @@ Registration EventLoop::add_watch(int fd, bool writer, Callback callback) {
 
 // id 0: whatever is registered; otherwise only that registration.
 bool EventLoop::remove_watch(int fd, bool writer, std::uint64_t wanted) {
-    if (fd < 0 || static_cast<std::size_t>(fd) >= watches_.size()) return false;
+    if (closed_ || fd < 0 || static_cast<std::size_t>(fd) >= watches_.size()) return false;
     Watch& watch = watches_[static_cast<std::size_t>(fd)];
     std::uint64_t& id = writer ? watch.writer_id : watch.reader_id;
     if (id == 0 || (wanted != 0 && id != wanted)) return false;
@@ -251,6 +257,7 @@ bool EventLoop::remove_watch(int fd, bool writer, std::uint64_t wanted) {
 // ---- Timers and the ready queue --------------------------------------------------------------------
 
 TimerHandle EventLoop::call_at(Clock::time_point when, Callback callback) {
+    if (closed_) return TimerHandle();
     auto timer = std::make_shared<detail::Timer>(detail::Timer{when, timers_made_++, std::move(callback), this});
     timers_.push_back(timer);
     std::push_heap(timers_.begin(), timers_.end(), later);
@@ -261,7 +268,9 @@ TimerHandle EventLoop::call_later(Duration delay, Callback callback) {
     return call_at(deadline_after(time(), delay), std::move(callback));
 }
 
-void EventLoop::call_soon(Callback callback) { ready_.push_back(Ready{std::move(callback), {}, {}}); }
+void EventLoop::call_soon(Callback callback) {
+    if (!closed_) ready_.push_back(Ready{std::move(callback), {}, {}});
+}
 
 void EventLoop::schedule_step(TaskBase& task) { ready_.push_back(Ready{{}, {}, task.weak_from_this()}); }
 

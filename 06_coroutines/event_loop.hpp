@@ -104,7 +104,9 @@ class EventLoop {
 public:
     EventLoop();  // throws std::system_error if epoll_create1 fails
     // Destroys every task still pending (each says "Task was destroyed but it is pending!"), which
-    // runs the destructors in their frames: sockets close, readers and timers go.
+    // runs the destructors in their frames: sockets close, readers and timers go. Then the
+    // callbacks: from then on call_soon, call_at, call_later and add_* drop their callback and do
+    // nothing, and remove_* return false, so that a callback's destructor may call them.
     ~EventLoop();
     EventLoop(const EventLoop&) = delete;
     EventLoop& operator=(const EventLoop&) = delete;
@@ -253,6 +255,7 @@ private:
     std::uint64_t tasks_made_ = 0;    // numbers the default names: "Task-1", "Task-2", ...
     bool stopping_ = false;
     bool running_ = false;
+    bool closed_ = false;  // ~EventLoop has begun on the callbacks
 };
 
 }  // namespace sixways::coroutines

@@ -345,5 +345,51 @@ TEST_F(EventLoopTest, StopEndsRunForeverAfterTheTurnThatIsRunning) {
     EXPECT_TRUE(later_ran);
 }
 
+// Runs `action` when it is destroyed: a capture that calls back into the loop from its destructor.
+struct OnDestroy {
+    std::function<void()> action;
+    explicit OnDestroy(std::function<void()> action) : action(std::move(action)) {}
+    OnDestroy(const OnDestroy&) = delete;
+    OnDestroy& operator=(const OnDestroy&) = delete;
+    ~OnDestroy() {
+        if (action) action();
+    }
+};
+
+// A connection held by its own reader, as stage 04 writes them: destroying the loop destroys the
+// reader, which closes the socket, which removes the reader being destroyed.
+TEST_F(EventLoopTest, DestroyingTheLoopDestroysAReaderThatRemovesItselfAsItGoes) {
+    auto [fd, peer] = socket_pair();
+    bool removed = true;
+    {
+        EventLoop loop;
+        auto owner = std::make_shared<OnDestroy>([&loop, &removed, fd = fd] {
+            removed = loop.remove_reader(fd);
+            ::close(fd);
+        });
+        loop.add_reader(fd, [owner] {});
+        owner.reset();
+    }
+    EXPECT_FALSE(removed) << "remove_reader during ~EventLoop has nothing to remove";
+    ::close(peer);
+}
+
+TEST_F(EventLoopTest, DestroyingTheLoopDestroysCallbacksThatScheduleMoreAsTheyGo) {
+    auto [fd, peer] = socket_pair();
+    {
+        EventLoop loop;
+        auto timer_owner = std::make_shared<OnDestroy>([&loop] { loop.call_later(1s, [] {}); });
+        loop.call_later(1h, [timer_owner] {});
+        auto reader_owner = std::make_shared<OnDestroy>([&loop] { loop.call_soon([] {}); });
+        loop.add_reader(fd, [reader_owner] {});
+        auto ready_owner = std::make_shared<OnDestroy>([&loop, fd = fd] { loop.add_writer(fd, [] {}); });
+        loop.call_soon([ready_owner] {});
+        timer_owner.reset();
+        reader_owner.reset();
+        ready_owner.reset();
+    }
+    for (int each : {fd, peer}) ::close(each);
+}
+
 }  // namespace
 }  // namespace sixways::coroutines
