@@ -177,16 +177,16 @@ int EventLoop::poll_timeout_ms() {
 void EventLoop::run_forever() {
     if (running_) throw std::logic_error("run_forever: the loop is already running");
     running_ = true;
-    stopping_ = false;
     try {
-        while (!stopping_) {
-            if (ready_.empty() && callbacks_watching_ == 0 && pending_timers() == 0) {
+        // A stop() that came before this call ends the first turn (asyncio does the same).
+        do {
+            if (!stopping_ && ready_.empty() && callbacks_watching_ == 0 && pending_timers() == 0) {
                 throw std::logic_error(
                     "event loop: nothing left to wait for (no ready task, no timer, no descriptor): "
                     "every pending task waits on a future that nothing will complete");
             }
             run_once();
-        }
+        } while (!stopping_);
     } catch (...) {
         running_ = stopping_ = false;
         throw;

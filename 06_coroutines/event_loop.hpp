@@ -161,7 +161,8 @@ public:
     T run_until_complete(Coroutine<T> coroutine);   // task.hpp: makes it a task first
     // Turns the loop until stop(). Throws std::logic_error when nothing is left to wait for.
     void run_forever();
-    // run_forever returns after the turn that is running (or the next one).
+    // run_forever returns after the turn that is running (or the next one: a stop() before
+    // run_forever is remembered, and that run makes one turn).
     void stop() { stopping_ = true; }
 
     // What the loop would wait for, for tests and for debugging a program that hangs.

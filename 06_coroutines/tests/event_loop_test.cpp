@@ -345,6 +345,16 @@ TEST_F(EventLoopTest, StopEndsRunForeverAfterTheTurnThatIsRunning) {
     EXPECT_TRUE(later_ran);
 }
 
+// asyncio: loop.stop() before run_forever() makes run_forever() run one turn and return.
+TEST_F(EventLoopTest, StopBeforeRunForeverIsRememberedAndEndsItsFirstTurn) {
+    EventLoop loop;
+    bool ran = false;
+    loop.call_soon([&] { ran = true; });
+    loop.stop();
+    EXPECT_NO_THROW(loop.run_forever());
+    EXPECT_TRUE(ran);
+}
+
 // Runs `action` when it is destroyed: a capture that calls back into the loop from its destructor.
 struct OnDestroy {
     std::function<void()> action;
