@@ -192,9 +192,11 @@ protected:
     std::shared_ptr<detail::FutureState<T>> state_;
 };
 
-// asyncio's run_until_complete does the same: a done callback stops the loop.
+// asyncio's run_until_complete does the same: a done callback stops the loop. A nested call is
+// refused before anything is queued: its stop callback would end the run that is going on.
 template <class T>
 T EventLoop::run_until_complete(Future<T> future) {
+    if (running_) throw std::logic_error("run_until_complete: the loop is already running");
     const CallbackId id = future.add_done_callback([this] { stop(); });
     try {
         run_forever();

@@ -402,5 +402,27 @@ TEST_F(TaskTest, AResultIsCopiedForEachHolderButMovedOutOfACoroutine) {
     EXPECT_EQ(Counted::copies - copies, 2);
 }
 
+// asyncio checks "already running" before it adds its done callback: a refused call leaves the
+// running loop alone.
+Coroutine<int> refuse_a_nested_run(EventLoop& loop, bool* refused) {
+    Future<int> done(loop);
+    done.set_result(1);
+    try {
+        loop.run_until_complete(done);
+    } catch (const std::logic_error&) {
+        *refused = true;
+    }
+    co_await sleep(loop, 0ms);
+    co_await sleep(loop, 0ms);
+    co_return 7;
+}
+
+TEST_F(TaskTest, ARefusedNestedRunUntilCompleteLeavesTheRunningLoopRunning) {
+    EventLoop loop;
+    bool refused = false;
+    EXPECT_EQ(run_within(loop, refuse_a_nested_run(loop, &refused)), 7);
+    EXPECT_TRUE(refused);
+}
+
 }  // namespace
 }  // namespace sixways::coroutines
