@@ -84,7 +84,10 @@ public:
 protected:
     friend class sixways::coroutines::TaskBase;  // a task finishes its own future
     enum class Status { pending, finished, cancelled };
-    void require_pending(const char* call) const;
+    // Throws InvalidStateError if done, or if this is a task's future (asyncio: Task.set_result
+    // raises): a task's result is what its coroutine returns, whichever handle is asked.
+    void require_settable(const char* call) const;
+    bool is_task_ = false;
     void check_result() const;  // throws unless it finished with a result
     // Marks the future done and schedules its waiters' steps and its callbacks for the next turn.
     void finish(Status status, std::exception_ptr error = nullptr);
@@ -107,7 +110,7 @@ class FutureState : public FutureBase {
 public:
     using FutureBase::FutureBase;
     void set_result(T value) {
-        require_pending("set_result");
+        require_settable("set_result");
         value_.emplace(std::move(value));
         finish(Status::finished);
     }
@@ -129,7 +132,7 @@ class FutureState<void> : public FutureBase {
 public:
     using FutureBase::FutureBase;
     void set_result() {
-        require_pending("set_result");
+        require_settable("set_result");
         finish(Status::finished);
     }
     void result() const { check_result(); }

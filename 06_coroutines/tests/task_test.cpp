@@ -424,5 +424,22 @@ TEST_F(TaskTest, ARefusedNestedRunUntilCompleteLeavesTheRunningLoopRunning) {
     EXPECT_TRUE(refused);
 }
 
+Coroutine<int> sleep_then_return(EventLoop& loop, int value) {
+    co_await sleep(loop, 0ms);
+    co_return value;
+}
+
+// asyncio: Task.set_result raises. A task's result is what its coroutine returns, also through a
+// Future handle to it.
+TEST_F(TaskTest, ATaskCannotBeFinishedFromOutsideThroughItsFutureHandle) {
+    EventLoop loop;
+    Task<int> task = loop.create_task(sleep_then_return(loop, 5));
+    Future<int>& future = task;
+    EXPECT_THROW(future.set_result(99), InvalidStateError);
+    EXPECT_THROW(future.set_exception(std::make_exception_ptr(std::runtime_error("no"))), InvalidStateError);
+    EXPECT_FALSE(task.done());
+    EXPECT_EQ(run_within(loop, static_cast<Future<int>>(task)), 5);
+}
+
 }  // namespace
 }  // namespace sixways::coroutines
