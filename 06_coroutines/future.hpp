@@ -116,15 +116,24 @@ public:
     }
     const T& result() const {
         check_result();
+        check_not_taken();
         return *value_;
     }
-    T take_result() {  // for the last holder: nobody can read it after this
+    T take_result() {  // for the last holder, or the first taker of a result that cannot be copied
         check_result();
+        check_not_taken();
+        taken_ = true;
         return std::move(*value_);
     }
 
 protected:
     std::optional<T> value_;
+
+private:
+    void check_not_taken() const {
+        if (taken_) throw InvalidStateError("result(): a result that cannot be copied was taken already");
+    }
+    bool taken_ = false;
 };
 
 template <>
@@ -140,7 +149,9 @@ public:
 };
 
 // The result for whoever asked: moved out when `state` is the last handle (nobody can read it after
-// us, and a body of megabytes is moved, not copied), copied otherwise.
+// us, and a body of megabytes is moved, not copied), copied otherwise. A result that cannot be
+// copied (a std::unique_ptr) is moved out to the first taker, and a second taker (co_await,
+// result(), run_until_complete) gets InvalidStateError, never a moved-from value.
 template <class T>
 T take_or_copy(const std::shared_ptr<FutureState<T>>& state) {
     if constexpr (std::is_copy_constructible_v<T>) {
@@ -162,6 +173,8 @@ public:
     bool cancelled() const { return state_->cancelled(); }
     // The result; rethrows the exception it finished with; throws CancelledError if it was
     // cancelled, InvalidStateError if it is not done. (const T&, or void for a Future<void>.)
+    // Every co_await gets a copy, but a result that cannot be copied goes to the first co_await
+    // (moved out); after that, result() and co_await throw InvalidStateError.
     decltype(auto) result() const { return state_->result(); }
     // The exception, or null if it finished with a result. Throws as result() does if not done or
     // cancelled.

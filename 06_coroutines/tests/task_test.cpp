@@ -2,6 +2,7 @@
 // exceptions through co_await, cancellation, and what happens to a task destroyed while pending.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -439,6 +440,38 @@ TEST_F(TaskTest, ATaskCannotBeFinishedFromOutsideThroughItsFutureHandle) {
     EXPECT_THROW(future.set_exception(std::make_exception_ptr(std::runtime_error("no"))), InvalidStateError);
     EXPECT_FALSE(task.done());
     EXPECT_EQ(run_within(loop, static_cast<Future<int>>(task)), 5);
+}
+
+Coroutine<bool> take_pointer(Future<std::unique_ptr<int>> future) {
+    std::unique_ptr<int> value = co_await future;
+    co_return value != nullptr && *value == 8;
+}
+
+Coroutine<int> two_takers(EventLoop& loop) {
+    Future<std::unique_ptr<int>> future(loop);
+    Task<bool> first = loop.create_task(take_pointer(future));
+    Task<bool> second = loop.create_task(take_pointer(future));
+    co_await sleep(loop, 0ms);  // both wait now
+    future.set_result(std::make_unique<int>(8));
+    int got = 0;
+    try {
+        got += co_await first ? 1 : 0;
+    } catch (const InvalidStateError&) {
+        got += 10;
+    }
+    try {
+        got += co_await second ? 1 : 0;
+    } catch (const InvalidStateError&) {
+        got += 10;
+    }
+    co_return got;
+}
+
+// A result that cannot be copied goes to the first taker; the next one is told, never handed a
+// moved-from value.
+TEST_F(TaskTest, AMoveOnlyResultGoesToItsFirstTakerAndASecondGetsInvalidStateError) {
+    EventLoop loop;
+    EXPECT_EQ(run_within(loop, two_takers(loop)), 11);
 }
 
 }  // namespace
