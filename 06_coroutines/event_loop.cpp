@@ -55,10 +55,15 @@ EventLoop::~EventLoop() {
     // drop what they are given and do nothing.
     closed_ = true;
     ready_.clear();
+    running_now_.clear();
     for (const std::shared_ptr<detail::Timer>& timer : timers_) timer->loop = nullptr;
     timers_.clear();
     watches_.clear();
     ::close(epoll_fd_);
+    if (tasks_lost_in_unwinding_ > 0) {
+        std::cerr << "Event loop destroyed: " << tasks_lost_in_unwinding_
+                  << " pending tasks went with an exception (out of memory?)\n";
+    }
 }
 
 // ---- One turn of the loop ------------------------------------------------------------------------
@@ -127,8 +132,8 @@ void EventLoop::run_io(int fd, std::uint32_t generation, bool writer) {
 }
 
 void EventLoop::run_ready() {
-    for (std::size_t todo = ready_.size(); todo > 0 && !ready_.empty(); --todo) {
-        Ready ready = ready_.pop_front();
+    running_now_.swap(ready_);  // ready_ is empty now, and collects what this turn schedules
+    for (Ready& ready : running_now_) {
         if (ready.timer) {
             if (ready.timer->cancelled) continue;  // cancelled after it came due, earlier this turn
             Callback callback = std::move(ready.timer->callback);
@@ -139,6 +144,7 @@ void EventLoop::run_ready() {
             task->step();  // `task` keeps it alive even if the step drops its last other handle
         }
     }
+    running_now_.clear();  // keeps its capacity: the next turns need no new memory for their queue
 }
 
 void EventLoop::run_callback(Callback& callback) {
@@ -272,6 +278,8 @@ void EventLoop::call_soon(Callback callback) {
     if (!closed_) ready_.push_back(Ready{std::move(callback), {}, {}});
 }
 
-void EventLoop::schedule_step(TaskBase& task) { ready_.push_back(Ready{{}, {}, task.weak_from_this()}); }
+void EventLoop::schedule_step(TaskBase& task) {
+    if (!closed_) ready_.push_back(Ready{{}, {}, task.weak_from_this()});
+}
 
 }  // namespace sixways::coroutines
