@@ -202,7 +202,7 @@ bool limit_to_time_left(int fd, int option, Clock::time_point deadline) {
     const Duration left = deadline - Clock::now();
     if (left <= Duration::zero()) return false;
     // A timeout of zero means "wait forever", so what is left is rounded up, never down to zero.
-    // (The kernel's timer is coarser still: a few ms late for short waits, tens of ms for long ones.)
+    // (The kernel's timer is coarser: a few ms late on short waits, up to hundreds of ms on long.)
     const auto micros = std::chrono::ceil<std::chrono::microseconds>(left).count();
     const timeval limit{static_cast<time_t>(micros / 1'000'000),
                         static_cast<suseconds_t>(micros % 1'000'000)};

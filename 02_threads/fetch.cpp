@@ -1,4 +1,4 @@
-// Stage 02: a thread per request, or a pool of C threads.
+// Stage 02: a POSIX thread per request, or a fixed pool of them (--concurrency C).
 //
 // Stage 01 waited for one server at a time. The simplest way to wait for many at once is to let the
 // operating system do the waiting: give each request a thread of its own, each running exactly the
@@ -251,7 +251,7 @@ bool limit_to_time_left(int fd, int option, Clock::time_point deadline) {
     const Duration left = deadline - Clock::now();
     if (left <= Duration::zero()) return false;
     // A timeout of zero means "wait forever", so what is left is rounded up, never down to zero.
-    // (The kernel rounds it up again, to its clock tick of a few milliseconds.)
+    // (The kernel's timer is coarser: a few ms late on short waits, up to hundreds of ms on long.)
     const auto micros = std::chrono::ceil<std::chrono::microseconds>(left).count();
     const timeval limit{static_cast<time_t>(micros / 1'000'000),
                         static_cast<suseconds_t>(micros % 1'000'000)};

@@ -5,7 +5,7 @@
 int main(int argc, char** argv) {
     const sixways::StageInfo stage{
         .name = "02_threads",
-        .summary = "a thread per request (a pool of C threads with --concurrency C), "
+        .summary = "a POSIX thread per request (with --concurrency C, a pool of that many), "
                    "each with blocking sockets",
         .fetch_all = &sixways::threads::fetch_all,
         .one_at_a_time = false,

@@ -9,8 +9,8 @@
 // So the loop in fetch_all asks every request in flight, again and again, "can you go on?": has
 // your handshake finished, can you send, has anything arrived, has your deadline passed? And it
 // starts new requests while fewer than the limit are in flight. Nothing tells it which socket is
-// ready, so it asks all of them, and it never sleeps: while the server thinks, one core runs at
-// 100 % asking questions whose answer is "not yet". Compare the report's cpu figure with its wall
+// ready, so it asks all of them, and it never sleeps: while the server thinks, it takes all the
+// CPU it is given asking questions whose answer is "not yet". Compare the report's cpu figure with its wall
 // time: for this stage they are about equal (stages 01 and 02 used almost no cpu: a thread that is
 // blocked costs nothing).
 //
@@ -34,7 +34,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <list>
-#include <new>
 #include <string>
 #include <utility>
 
@@ -70,18 +69,11 @@ struct Connection {
 
 void start(Connection& connection);
 bool advance(Connection& connection);
-bool start_within_memory(std::list<Connection>& in_flight, std::size_t index,
-                         const Request& request, const Options& options) noexcept;
-bool advance_within_memory(Connection& connection) noexcept;
 
 }  // namespace
 
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options) {
     std::vector<Result> results(requests.size());
-    auto finish = [&](std::size_t index, Result result) {
-        results[index] = std::move(result);
-        if (options.on_result) options.on_result(index, results[index]);
-    };
     const std::size_t limit = options.concurrency == 0 ? requests.size() : options.concurrency;
     // A list, not a vector: a Connection holds references (request, options), so it cannot be
     // assigned, and a vector's erase() assigns each later element to the slot before it: it would
@@ -90,14 +82,9 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
     std::size_t next = 0;  // the next request to start
 
     while (next < requests.size() || !in_flight.empty()) {
-        // Start requests while fewer than `limit` are in flight. One that finds no memory for
-        // its Connection fails at once: memory is a resource, like descriptors.
+        // Start requests while fewer than `limit` are in flight.
         while (next < requests.size() && in_flight.size() < limit) {
-            if (!start_within_memory(in_flight, next, requests[next], options)) {
-                Result no_memory;
-                fail_out_of_memory(no_memory);
-                finish(next, std::move(no_memory));
-            }
+            start(in_flight.emplace_back(next, requests[next], options));
             ++next;
         }
 
@@ -107,8 +94,9 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
         // the loop spins through such passes until the server answers. This is where stage 04
         // sleeps in epoll_wait() until the kernel says which sockets have something.
         for (auto it = in_flight.begin(); it != in_flight.end();) {
-            if (advance_within_memory(*it)) {
-                finish(it->index, std::move(it->result));
+            if (advance(*it)) {
+                results[it->index] = std::move(it->result);
+                if (options.on_result) options.on_result(it->index, results[it->index]);
                 it = in_flight.erase(it);  // closes its socket, if it still has one
             } else {
                 ++it;
@@ -126,8 +114,8 @@ std::vector<Result> fetch_all_one_at_a_time(const std::vector<Request>& requests
         Connection connection(index, requests[index], options);
         start(connection);
         // Ask, and ask again, until this one request is finished. Nothing else can happen
-        // meanwhile: the waiting is the same as with a blocking socket, only done by us, at 100 %
-        // of a core, instead of by the kernel for free.
+        // meanwhile: the waiting is the same as with a blocking socket, only done by us, with all
+        // the CPU we are given, instead of by the kernel for free.
         while (!advance(connection)) {
         }
         results.push_back(std::move(connection.result));
@@ -305,42 +293,6 @@ void fail(Connection& connection, ErrorKind kind, std::string message) {
     connection.result.fail(kind, std::move(message));
     connection.phase = Connection::Phase::finished;
     connection.socket.close();
-}
-
-// ---- Memory, a resource that runs out like descriptors ----
-//
-// The steps above allocate: a Connection, the request's bytes, what the parser keeps, an error
-// message. Under a cap on memory (`ulimit -v`) any of those can throw std::bad_alloc, and an
-// exception out of fetch_all would lose every request. These two keep it to the one request that
-// met it: it fails with `limit`, "out of memory" (common/fetch.hpp), and the loop goes on.
-
-// Starts request `index` in a new Connection at the back of `in_flight`. Returns false, and leaves
-// `in_flight` as it was, when there is no memory for the Connection. A start that runs out of
-// memory after that fails the request, which the next pass then finds finished.
-bool start_within_memory(std::list<Connection>& in_flight, std::size_t index,
-                         const Request& request, const Options& options) noexcept {
-    Connection* connection = nullptr;
-    try {
-        connection = &in_flight.emplace_back(index, request, options);
-    } catch (const std::bad_alloc&) {
-        return false;
-    }
-    try {
-        start(*connection);
-    } catch (const std::bad_alloc&) {
-        fail(*connection, ErrorKind::limit, "out of memory");  // a short text: needs no memory
-    }
-    return true;
-}
-
-// advance(), for a request that may run out of memory on the way: then it is finished, failed.
-bool advance_within_memory(Connection& connection) noexcept {
-    try {
-        return advance(connection);
-    } catch (const std::bad_alloc&) {
-        fail(connection, ErrorKind::limit, "out of memory");
-        return true;
-    }
 }
 
 }  // namespace

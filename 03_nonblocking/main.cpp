@@ -7,7 +7,7 @@ int main(int argc, char** argv) {
     bool one_at_a_time = false;  // set by parsing the command line, before the fetch starts
     const sixways::StageInfo stage{
         .name = "03_nonblocking",
-        .summary = "non-blocking sockets, every one polled in a busy loop (a core runs at 100 %)",
+        .summary = "non-blocking sockets, every one polled in a busy loop (it spins, and takes all the CPU it is given)",
         .fetch_all =
             [&one_at_a_time](const std::vector<sixways::Request>& requests,
                              const sixways::Options& options) {

@@ -26,10 +26,6 @@ bool later(const std::shared_ptr<Timer>& a, const std::shared_ptr<Timer>& b) {
 
 EventLoop::EventLoop() : epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {
     if (epoll_fd_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
-    // Room for a full batch of events, a reader and a writer each, from the start: run_once then
-    // needs no memory of its own to collect them, even when the callbacks have used it all up.
-    ready_.reserve(2 * events_.size());
-    running_.reserve(2 * events_.size());
 }
 
 EventLoop::~EventLoop() { close(epoll_fd_); }
@@ -104,8 +100,7 @@ void EventLoop::run_once() {
 
     // From here on, new callbacks go to ready_ and wait for the next turn. The two vectors swap
     // roles every turn and keep their capacity: no allocation per event.
-    running_.clear();  // normally empty already; not after a callback threw
-    running_.swap(ready_);
+    running_.swap(ready_);  // running_ is empty: the last turn cleared it
     for (const std::shared_ptr<Handle>& handle : running_) {
         if (!handle->cancelled) handle->callback();
     }
@@ -115,13 +110,8 @@ void EventLoop::run_once() {
 void EventLoop::run() {
     if (is_running_) throw std::logic_error("EventLoop::run: the loop is already running");
     is_running_ = true;
-    try {
-        while (!ready_.empty() || watching_ > 0 || has_live_timers()) {
-            run_once();
-        }
-    } catch (...) {
-        is_running_ = false;
-        throw;
+    while (!ready_.empty() || watching_ > 0 || has_live_timers()) {
+        run_once();
     }
     is_running_ = false;
 }
@@ -138,27 +128,25 @@ int EventLoop::epoll_timeout_ms() {
 
 // ---- Descriptors -------------------------------------------------------------------------------
 
-void EventLoop::add_watch(int fd, Direction direction, Callback callback) {
+void EventLoop::add_watch(int fd, std::uint32_t direction, Callback callback) {
     if (fd < 0) throw std::invalid_argument("add_reader/add_writer: negative descriptor");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(fd + 1);
     // epoll first: if it refuses, nothing has changed here.
-    tell_epoll(fd, watches_[fd].registered | (direction == Direction::read ? EPOLLIN : EPOLLOUT));
-    std::shared_ptr<Handle>& slot = watches_[fd].handle(direction);
+    tell_epoll(fd, watches_[fd].registered | direction);
+    std::shared_ptr<Handle>& slot =
+        direction == EPOLLIN ? watches_[fd].reader : watches_[fd].writer;
     if (slot) {
         slot->cancelled = true;  // replaced: an event already queued for it must not run
-        slot = std::make_shared<Handle>(std::move(callback));
-        return;
+    } else {
+        ++watching_;
     }
-    // The Handle before the count: with no memory for it (std::bad_alloc), nothing is counted. A
-    // count one too high would keep run() waiting for ever for a watch that does not exist.
     slot = std::make_shared<Handle>(std::move(callback));
-    ++watching_;
 }
 
-bool EventLoop::remove_watch(int fd, Direction direction) {
+bool EventLoop::remove_watch(int fd, std::uint32_t direction) {
     if (fd < 0 || static_cast<std::size_t>(fd) >= watches_.size()) return false;
     Watch& watch = watches_[fd];
-    std::shared_ptr<Handle>& slot = watch.handle(direction);
+    std::shared_ptr<Handle>& slot = direction == EPOLLIN ? watch.reader : watch.writer;
     if (!slot) return false;
     // Only flag it: if it is the callback running right now, destroying its std::function would
     // pull the code out from under it. The ready queue's reference frees it at the end of the turn.

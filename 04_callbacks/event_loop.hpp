@@ -84,19 +84,15 @@ public:
     // for the same fd replaces the first. Level-triggered: a callback that does not read everything
     // is simply called again on the next turn. Tells epoll at once; throws std::system_error if
     // epoll refuses, and then changes nothing.
-    void add_reader(int fd, Callback callback) {
-        add_watch(fd, Direction::read, std::move(callback));
-    }
+    void add_reader(int fd, Callback callback) { add_watch(fd, EPOLLIN, std::move(callback)); }
     // The same for writable. Remove a writer as soon as there is nothing left to write: a socket is
     // writable almost all the time, and a writer left behind turns the loop into a busy loop.
-    void add_writer(int fd, Callback callback) {
-        add_watch(fd, Direction::write, std::move(callback));
-    }
+    void add_writer(int fd, Callback callback) { add_watch(fd, EPOLLOUT, std::move(callback)); }
 
     // Returns false if there was nothing to remove. Tells epoll at once. An event for fd that this
     // turn has already collected is dropped.
-    bool remove_reader(int fd) { return remove_watch(fd, Direction::read); }
-    bool remove_writer(int fd) { return remove_watch(fd, Direction::write); }
+    bool remove_reader(int fd) { return remove_watch(fd, EPOLLIN); }
+    bool remove_writer(int fd) { return remove_watch(fd, EPOLLOUT); }
     // Removes fd's reader and writer, if any, and closes fd. Close a descriptor this loop has
     // watched this way rather than with close(fd): the loop must hear that the number is free
     // before the kernel gives it to the next socket, or it would take that socket for one that
@@ -114,8 +110,10 @@ public:
 
     // Turns the loop until there are no readers, writers, timers (that are not cancelled) or ready
     // callbacks left. An exception thrown by a callback leaves run() and drops the rest of its
-    // turn. Calling run() from inside a callback throws std::logic_error (as asyncio raises
-    // "This event loop is already running"): the inner run would reuse the outer turn's queue.
+    // turn; the loop is then done with, not run again (fetch_all lets the exception go, and its
+    // loop with it). Calling run() from inside a callback throws std::logic_error (as asyncio
+    // raises "This event loop is already running"): the inner run would reuse the outer turn's
+    // queue.
     void run();
 
     // The loop's clock: a monotonic clock, so timers do not jump when the wall clock is set.
@@ -125,21 +123,18 @@ private:
     // The reader and writer of one descriptor. epoll holds one registration per descriptor, whose
     // interest set is the union of the two; `registered` is what epoll has, and the loop keeps it
     // equal to interest() by telling epoll of every change at once.
-    enum class Direction { read, write };
     struct Watch {
         std::shared_ptr<Handle> reader;
         std::shared_ptr<Handle> writer;
         std::uint32_t registered = 0;  // 0, EPOLLIN, EPOLLOUT or both
 
-        std::shared_ptr<Handle>& handle(Direction direction) {
-            return direction == Direction::read ? reader : writer;
-        }
         std::uint32_t interest() const { return (reader ? EPOLLIN : 0u) | (writer ? EPOLLOUT : 0u); }
     };
 
     void run_once();
-    void add_watch(int fd, Direction direction, Callback callback);
-    bool remove_watch(int fd, Direction direction);
+    // `direction` is EPOLLIN for the reader, EPOLLOUT for the writer.
+    void add_watch(int fd, std::uint32_t direction, Callback callback);
+    bool remove_watch(int fd, std::uint32_t direction);
     void tell_epoll(int fd, std::uint32_t interest);
     bool has_live_timers();
     int epoll_timeout_ms();

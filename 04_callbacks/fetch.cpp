@@ -30,7 +30,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <memory>
-#include <new>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -45,24 +44,22 @@ namespace {
 
 // One request, from its first connect to its result. Create it, call start(), and the loop does
 // the rest; when the result is final the Fetcher calls `done`. It may be destroyed at any time
-// after that (or before: it then unregisters everything and closes its socket).
+// after that. (Before that only when an exception ends the run: its loop dies with it, so the
+// destructor has only its socket to close.)
 class Fetcher {
 public:
     Fetcher(EventLoop& loop, const Request& request, const Options& options, Result& result,
             Callback done)
         : loop_(loop), request_(request), options_(options), result_(result),
           done_(std::move(done)), parser_(options.body_cap, options.keep_headers) {}
-    ~Fetcher() {
-        timeout_.cancel();
-        close_socket();
-    }
+    ~Fetcher() { close_socket(); }
     Fetcher(const Fetcher&) = delete;
     Fetcher& operator=(const Fetcher&) = delete;
 
     // Step 1. The deadline starts now, with the first connect, and covers every address tried.
     void start() {
         result_.timing.start = loop_.time();
-        timeout_ = loop_.call_later(options_.timeout, [this] { step(&Fetcher::on_timeout); });
+        timeout_ = loop_.call_later(options_.timeout, [this] { on_timeout(); });
         request_bytes_ = build_get_request(request_.url);
         if (request_.addresses.empty()) {
             fail(ErrorKind::resolve, "resolve: no address to connect to");
@@ -72,27 +69,14 @@ public:
     }
 
 private:
-    // How the loop calls each step below. Memory is a resource that runs out like descriptors: a
-    // step that meets std::bad_alloc (a registration, an error message, what the parser keeps)
-    // fails this request with `limit`, "out of memory", and the loop goes on with the others.
-    // (finish() and done_ need no memory, so nothing throws once the request has finished.)
-    void step(void (Fetcher::*method)()) {
-        try {
-            (this->*method)();
-        } catch (const std::bad_alloc&) {
-            fail(ErrorKind::limit, "out of memory");  // a short text: needs no memory
-        }
-    }
-
     // Opens a non-blocking socket to the next address and starts connecting. connect() returns at
     // once, normally with EINPROGRESS: the handshake goes on in the kernel, and the socket turns
     // writable when it has ended, well or badly. (It may also return 0, connected at once; the
     // socket is then writable straight away, so both cases take the same path.) An address that
     // fails at once is skipped; when none is left, the request fails with the last error.
     void connect_next_address() {
-        const std::vector<Address>& addresses = request_.addresses;
-        while (next_address_ < addresses.size()) {
-            const Address& address = addresses[next_address_++];
+        while (next_address_ < request_.addresses.size()) {
+            const Address& address = request_.addresses[next_address_++];
             fd_ = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
             if (fd_ < 0) {  // EMFILE and friends: this request fails with `limit`, the run goes on
                 failed_call_ = "socket";
@@ -101,7 +85,7 @@ private:
             }
             if (::connect(fd_, address.get(), address.length) == 0 || errno == EINPROGRESS) {
                 try {
-                    loop_.add_writer(fd_, [this] { step(&Fetcher::on_connected); });
+                    loop_.add_writer(fd_, [this] { on_connected(); });
                 } catch (const std::system_error& error) {
                     // epoll refused the socket: no memory, or the per-user limit on watched
                     // descriptors (ENOSPC). The next address would fare no better, and the other
@@ -146,7 +130,7 @@ private:
                 if (errno == EAGAIN || errno == EWOULDBLOCK) {
                     // Replaces on_connected as the writer; epoll is not even told, since we
                     // still want "writable".
-                    loop_.add_writer(fd_, [this] { step(&Fetcher::send_request); });
+                    loop_.add_writer(fd_, [this] { send_request(); });
                     return;
                 }
                 fail(kind_for_errno(errno, ErrorKind::send), errno_message("send", errno));
@@ -159,7 +143,7 @@ private:
         // epoll_wait would return at once on every turn (a socket is writable almost all the time),
         // and that is stage 03's busy loop all over again. The loop tells epoll of each change at
         // once: an EPOLL_CTL_MOD to "readable or writable", then one to "readable".
-        loop_.add_reader(fd_, [this] { step(&Fetcher::on_readable); });
+        loop_.add_reader(fd_, [this] { on_readable(); });
         loop_.remove_writer(fd_);
     }
 
@@ -270,7 +254,6 @@ public:
     std::vector<Result> run() {
         start_more();
         loop_.run();  // returns when the last Fetcher is finished: nothing is left to wait for
-        start_what_is_left();
         return std::move(results_);
     }
 
@@ -279,7 +262,9 @@ private:
         while (in_flight_ < limit_ && next_ < requests_.size()) {
             const std::size_t index = next_++;
             ++in_flight_;
-            start_within_memory(index);
+            fetchers_[index] = std::make_unique<Fetcher>(
+                loop_, requests_[index], options_, results_[index], [this, index] { done(index); });
+            fetchers_[index]->start();
         }
     }
 
@@ -290,45 +275,10 @@ private:
     void done(std::size_t index) {
         --in_flight_;
         if (options_.on_result) options_.on_result(index, results_[index]);
-        call_soon_if_memory([this, index] {
+        loop_.call_soon([this, index] {
             fetchers_[index].reset();
             start_more();
         });
-    }
-
-    // loop_.call_soon(callback), unless there is no memory for the Handle it makes. Then done()'s
-    // Fetcher stays until the Batch goes, and the next request starts when another one finishes;
-    // if none is left in flight, run() starts the rest (start_what_is_left).
-    void call_soon_if_memory(Callback callback) noexcept {
-        try {
-            loop_.call_soon(std::move(callback));
-        } catch (const std::bad_alloc&) {
-        }
-    }
-
-    // Requests not started when the loop ran out of work: only after call_soon_if_memory failed.
-    void start_what_is_left() {
-        while (next_ < requests_.size()) {
-            start_more();
-            loop_.run();
-        }
-    }
-
-    // Makes the Fetcher of request `index` and starts it. Memory is a resource that runs out like
-    // descriptors: with no memory for the Fetcher, or for what start() allocates before the
-    // request is on its way (its timer, its bytes, its registration), the request fails with
-    // `limit`, "out of memory", and the others go on.
-    void start_within_memory(std::size_t index) {
-        try {
-            fetchers_[index] = std::make_unique<Fetcher>(
-                loop_, requests_[index], options_, results_[index], [this, index] { done(index); });
-            fetchers_[index]->start();
-        } catch (const std::bad_alloc&) {
-            fetchers_[index].reset();  // unregisters whatever it had registered, closes its socket
-            fail_out_of_memory(results_[index]);
-            --in_flight_;
-            if (options_.on_result) options_.on_result(index, results_[index]);
-        }
     }
 
     const std::vector<Request>& requests_;
@@ -344,8 +294,7 @@ private:
 }  // namespace
 
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options) {
-    Batch batch(requests, options);
-    return batch.run();
+    return Batch(requests, options).run();
 }
 
 }  // namespace sixways::callbacks

@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
-#include <functional>
-#include <new>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -191,15 +189,6 @@ private:
         int registered_fd = -1;  // the descriptor this fetch has added to epoll, or -1
     };
 
-    // A deadline in a min-heap, nearest on top. A request that finishes early leaves its timer in
-    // the heap; the timer is skipped when it comes to the top (asyncio cancels timers the same
-    // way): its request's fetch is done by then.
-    struct Timer {
-        Clock::time_point deadline;
-        std::size_t request;
-        friend bool operator>(const Timer& a, const Timer& b) { return a.deadline > b.deadline; }
-    };
-
     // Starts requests while fewer than `concurrency_` are in flight. A generator that finishes
     // without ever waiting (no descriptor left: a `limit` error) is complete at once, and the next
     // request tries.
@@ -207,36 +196,14 @@ private:
         while (in_flight_ < concurrency_ && next_request_ < requests_.size()) {
             const std::size_t request = next_request_++;
             ++in_flight_;
-            if (start_within_memory(request)) {
-                arm(request);
-            } else {
-                complete(request);  // finished without ever waiting
-            }
-        }
-    }
-
-    // Creates the fetch of `request`, runs it to its first wait, and sets its deadline. Returns
-    // true if it waits; false if it has already finished: it failed before waiting (no descriptor
-    // left: a `limit` error), or it found no memory for its frame, for what it did before its
-    // first wait, or for its timer. Memory is a resource like descriptors: that fetch's result is
-    // `limit`, "out of memory", and the other requests go on.
-    bool start_within_memory(std::size_t request) noexcept {
-        Fetch& fetch = fetches_[request].fetch;
-        try {
             // Calling the coroutine allocates its frame, once per request; nothing runs yet.
+            Fetch& fetch = fetches_[request].fetch;
             fetch = fetch_(requests_[request], options_, results_[request]);
-            if (!fetch.next()) return false;  // runs the body up to its first wait
-            // The deadline counts from the start time the body has just recorded, so that both
-            // come from one clock reading.
-            const Clock::time_point deadline =
-                deadline_after(results_[request].timing.start, options_.timeout);
-            timers_.push_back(Timer{deadline, request});
-            std::push_heap(timers_.begin(), timers_.end(), std::greater<>{});
-            return true;
-        } catch (const std::bad_alloc&) {
-            fetch.close();  // a fetch without a deadline must not wait: its frame goes, and its socket
-            fail_out_of_memory(results_[request]);
-            return false;
+            if (!fetch.next()) {  // runs the body up to its first wait
+                complete(request);
+                continue;
+            }
+            arm(request);
         }
     }
 
@@ -265,7 +232,15 @@ private:
             rc = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wait.fd, &event);
         }
         if (rc != 0) {
-            abandon(request, errno);
+            // epoll refused the descriptor (ENOMEM, or ENOSPC: the per-user limit on watched
+            // descriptors). The fetch cannot wait, so it cannot go on: destroy it where it is
+            // suspended, which runs its locals' destructors and so closes its socket, and give the
+            // request a `limit` error. (errno first: the destructors may change it.)
+            const int error = errno;
+            in_flight.fetch.close();
+            results_[request].fail(kind_for_errno(error, ErrorKind::limit),
+                                   errno_message("epoll_ctl", error));
+            complete(request);
             return;
         }
         in_flight.registered_fd = wait.fd;
@@ -273,23 +248,23 @@ private:
 
     // Resumes the fetch of `request` with what happened, then arms its next wait or completes it.
     void resume(std::size_t request, Event event) {
-        if (send_within_memory(request, event)) {
+        if (fetches_[request].fetch.send(event)) {
             arm(request);
         } else {
             complete(request);
         }
     }
 
-    // fetch.send(event): true if the fetch waits again, false if it has finished. A body that meets
-    // std::bad_alloc (what the parser keeps, an error message) ends there, and its result is
-    // `limit`, "out of memory"; the other fetches go on.
-    bool send_within_memory(std::size_t request, Event event) noexcept {
-        try {
-            return fetches_[request].fetch.send(event);
-        } catch (const std::bad_alloc&) {
-            fail_out_of_memory(results_[request]);
-            return false;
-        }
+    // A request's deadline counts from the start time its fetch recorded (before its first wait),
+    // so that both come from one clock reading.
+    //
+    // Deadlines need no heap here. Requests start in index order, each records its start time as
+    // it starts, and all share one timeout: so their deadlines come in index order too, and the
+    // nearest deadline is that of the oldest request still running. `oldest_` walks forward over
+    // the requests that have finished (asyncio leaves cancelled timers in its heap the same way,
+    // and drops them when they come to the top).
+    Clock::time_point deadline(std::size_t request) const {
+        return deadline_after(results_[request].timing.start, options_.timeout);
     }
 
     // Resumes, with Event::timed_out, every fetch still running whose deadline has passed. The
@@ -297,11 +272,9 @@ private:
     // writes its own timeout result and returns, closing its socket on the way.
     void expire_timers() {
         const Clock::time_point now = Clock::now();
-        while (!timers_.empty() && timers_.front().deadline <= now) {
-            const std::size_t request = timers_.front().request;
-            std::pop_heap(timers_.begin(), timers_.end(), std::greater<>{});
-            timers_.pop_back();
-            if (!fetches_[request].fetch.done()) resume(request, Event::timed_out);
+        while (oldest_ < next_request_ && deadline(oldest_) <= now) {
+            if (!fetches_[oldest_].fetch.done()) resume(oldest_, Event::timed_out);
+            ++oldest_;
         }
     }
 
@@ -310,22 +283,9 @@ private:
     // fraction of a millisecond early, find nothing due, and call epoll_wait(0) again and again
     // until the deadline: a busy loop.
     int timeout_ms() {
-        while (!timers_.empty() && fetches_[timers_.front().request].fetch.done()) {
-            std::pop_heap(timers_.begin(), timers_.end(), std::greater<>{});
-            timers_.pop_back();
-        }
-        if (timers_.empty()) return -1;
-        return milliseconds_until(Clock::now(), timers_.front().deadline);
-    }
-
-    // epoll refused the descriptor (ENOMEM, or ENOSPC: the per-user limit on watched descriptors).
-    // The fetch cannot wait, so it cannot go on: destroy it where it is suspended, which runs its
-    // locals' destructors and so closes its socket, and give the request a `limit` error.
-    void abandon(std::size_t request, int error) {
-        fetches_[request].fetch.close();
-        results_[request].fail(kind_for_errno(error, ErrorKind::limit),
-                               errno_message("epoll_ctl", error));
-        complete(request);
+        while (oldest_ < next_request_ && fetches_[oldest_].fetch.done()) ++oldest_;
+        if (oldest_ == next_request_) return -1;
+        return milliseconds_until(Clock::now(), deadline(oldest_));
     }
 
     // The fetch of `request` has finished: its result is final.
@@ -343,8 +303,8 @@ private:
     std::size_t concurrency_;           // at most this many fetches in flight
     std::vector<InFlight> fetches_;     // by request index
     std::vector<epoll_event> events_;   // one per fetch in flight: one epoll_wait can report all
-    std::vector<Timer> timers_;         // a min-heap (std::push_heap with std::greater)
     std::size_t next_request_ = 0;      // the first request not started yet
+    std::size_t oldest_ = 0;            // requests before it have finished, or timed out
     std::size_t in_flight_ = 0;
 };
 
@@ -354,7 +314,6 @@ std::vector<Result> run_fetches(const std::vector<Request>& requests, const Opti
                                 FetchOne fetch) {
     // Never resized: the fetches hold references into it.
     std::vector<Result> results(requests.size());
-    if (requests.empty()) return results;
 
     const Descriptor epoll(epoll_create1(EPOLL_CLOEXEC));
     if (!epoll) {  // no descriptor for epoll itself: every request fails, the caller carries on

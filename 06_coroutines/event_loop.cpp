@@ -50,10 +50,20 @@ EventLoop::~EventLoop() {
     // Pending tasks first, while everything they may touch on their way out still exists: their
     // frames remove readers, cancel timers and wake other waiters as they are destroyed.
     while (first_task_ != nullptr) first_task_->abandon();
+    // Then the callbacks. Destroying one may call back into the loop (a reader that owns its
+    // socket removes itself; a capture schedules a timer as it goes): from here on, those calls
+    // drop what they are given and do nothing.
+    closed_ = true;
     ready_.clear();
+    running_now_.clear();
     for (const std::shared_ptr<detail::Timer>& timer : timers_) timer->loop = nullptr;
     timers_.clear();
+    watches_.clear();
     ::close(epoll_fd_);
+    if (tasks_lost_in_unwinding_ > 0) {
+        std::cerr << "Event loop destroyed: " << tasks_lost_in_unwinding_
+                  << " pending tasks went with an exception (out of memory?)\n";
+    }
 }
 
 // ---- One turn of the loop ------------------------------------------------------------------------
@@ -122,8 +132,8 @@ void EventLoop::run_io(int fd, std::uint32_t generation, bool writer) {
 }
 
 void EventLoop::run_ready() {
-    for (std::size_t todo = ready_.size(); todo > 0 && !ready_.empty(); --todo) {
-        Ready ready = ready_.pop_front();
+    running_now_.swap(ready_);  // ready_ is empty now, and collects what this turn schedules
+    for (Ready& ready : running_now_) {
         if (ready.timer) {
             if (ready.timer->cancelled) continue;  // cancelled after it came due, earlier this turn
             Callback callback = std::move(ready.timer->callback);
@@ -134,6 +144,7 @@ void EventLoop::run_ready() {
             task->step();  // `task` keeps it alive even if the step drops its last other handle
         }
     }
+    running_now_.clear();  // keeps its capacity: the next turns need no new memory for their queue
 }
 
 void EventLoop::run_callback(Callback& callback) {
@@ -172,16 +183,16 @@ int EventLoop::poll_timeout_ms() {
 void EventLoop::run_forever() {
     if (running_) throw std::logic_error("run_forever: the loop is already running");
     running_ = true;
-    stopping_ = false;
     try {
-        while (!stopping_) {
-            if (ready_.empty() && callbacks_watching_ == 0 && pending_timers() == 0) {
+        // A stop() that came before this call ends the first turn (asyncio does the same).
+        do {
+            if (!stopping_ && ready_.empty() && callbacks_watching_ == 0 && pending_timers() == 0) {
                 throw std::logic_error(
                     "event loop: nothing left to wait for (no ready task, no timer, no descriptor): "
                     "every pending task waits on a future that nothing will complete");
             }
             run_once();
-        }
+        } while (!stopping_);
     } catch (...) {
         running_ = stopping_ = false;
         throw;
@@ -203,6 +214,7 @@ bool EventLoop::remove(const Registration& registration) {
 // direction is already registered, DEL when nothing is left. (Stage 04's deeper page measures
 // batching these changes until the next poll, as libuv does.)
 Registration EventLoop::add_watch(int fd, bool writer, Callback callback) {
+    if (closed_) return Registration{};
     if (fd < 0) throw std::invalid_argument("add_reader/add_writer: negative descriptor");
     if (!callback) throw std::invalid_argument("add_reader/add_writer: empty callback");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(static_cast<std::size_t>(fd) + 1);
@@ -228,7 +240,7 @@ Registration EventLoop::add_watch(int fd, bool writer, Callback callback) {
 
 // id 0: whatever is registered; otherwise only that registration.
 bool EventLoop::remove_watch(int fd, bool writer, std::uint64_t wanted) {
-    if (fd < 0 || static_cast<std::size_t>(fd) >= watches_.size()) return false;
+    if (closed_ || fd < 0 || static_cast<std::size_t>(fd) >= watches_.size()) return false;
     Watch& watch = watches_[static_cast<std::size_t>(fd)];
     std::uint64_t& id = writer ? watch.writer_id : watch.reader_id;
     if (id == 0 || (wanted != 0 && id != wanted)) return false;
@@ -251,6 +263,7 @@ bool EventLoop::remove_watch(int fd, bool writer, std::uint64_t wanted) {
 // ---- Timers and the ready queue --------------------------------------------------------------------
 
 TimerHandle EventLoop::call_at(Clock::time_point when, Callback callback) {
+    if (closed_) return TimerHandle();
     auto timer = std::make_shared<detail::Timer>(detail::Timer{when, timers_made_++, std::move(callback), this});
     timers_.push_back(timer);
     std::push_heap(timers_.begin(), timers_.end(), later);
@@ -261,8 +274,12 @@ TimerHandle EventLoop::call_later(Duration delay, Callback callback) {
     return call_at(deadline_after(time(), delay), std::move(callback));
 }
 
-void EventLoop::call_soon(Callback callback) { ready_.push_back(Ready{std::move(callback), {}, {}}); }
+void EventLoop::call_soon(Callback callback) {
+    if (!closed_) ready_.push_back(Ready{std::move(callback), {}, {}});
+}
 
-void EventLoop::schedule_step(TaskBase& task) { ready_.push_back(Ready{{}, {}, task.weak_from_this()}); }
+void EventLoop::schedule_step(TaskBase& task) {
+    if (!closed_) ready_.push_back(Ready{{}, {}, task.weak_from_this()});
+}
 
 }  // namespace sixways::coroutines

@@ -104,7 +104,10 @@ class EventLoop {
 public:
     EventLoop();  // throws std::system_error if epoll_create1 fails
     // Destroys every task still pending (each says "Task was destroyed but it is pending!"), which
-    // runs the destructors in their frames: sockets close, readers and timers go.
+    // runs the destructors in their frames: sockets close, readers and timers go. (Tasks destroyed
+    // while an exception unwinds, std::bad_alloc say, are counted and reported here once.) Then the
+    // callbacks: from then on call_soon, call_at, call_later and add_* drop their callback and do
+    // nothing, and remove_* return false, so that a callback's destructor may call them.
     ~EventLoop();
     EventLoop(const EventLoop&) = delete;
     EventLoop& operator=(const EventLoop&) = delete;
@@ -159,7 +162,8 @@ public:
     T run_until_complete(Coroutine<T> coroutine);   // task.hpp: makes it a task first
     // Turns the loop until stop(). Throws std::logic_error when nothing is left to wait for.
     void run_forever();
-    // run_forever returns after the turn that is running (or the next one).
+    // run_forever returns after the turn that is running (or the next one: a stop() before
+    // run_forever is remembered, and that run makes one turn).
     void stop() { stopping_ = true; }
 
     // What the loop would wait for, for tests and for debugging a program that hangs.
@@ -177,44 +181,6 @@ private:
         Callback callback;
         std::shared_ptr<detail::Timer> timer;
         std::weak_ptr<TaskBase> task;
-    };
-    // The ready queue: first in, first out, in a ring over a vector. It keeps the memory it has
-    // grown to (a std::deque gives back a block every few entries and takes a new one later), so
-    // once it has held as many entries as the program needs, scheduling a step or a callback needs
-    // no memory: a task that finishes still wakes its waiters when the other tasks have used all
-    // the memory there is.
-    class ReadyQueue {
-    public:
-        bool empty() const { return size_ == 0; }
-        std::size_t size() const { return size_; }
-        void push_back(Ready ready) {
-            if (size_ == slots_.size()) grow();  // may throw std::bad_alloc; nothing has changed then
-            slots_[slot(size_)] = std::move(ready);
-            ++size_;
-        }
-        Ready pop_front() {
-            Ready ready = std::move(slots_[front_]);
-            front_ = slot(1);
-            --size_;
-            return ready;
-        }
-        void clear() {
-            while (!empty()) pop_front();
-        }
-
-    private:
-        // The place of the entry `i` after the oldest. The number of slots is a power of two, so
-        // the wrap-around is a mask rather than a division.
-        std::size_t slot(std::size_t i) const { return (front_ + i) & (slots_.size() - 1); }
-        void grow() {
-            std::vector<Ready> bigger(slots_.empty() ? 64 : 2 * slots_.size());
-            for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(slots_[slot(i)]);
-            slots_.swap(bigger);
-            front_ = 0;
-        }
-        std::vector<Ready> slots_;
-        std::size_t front_ = 0;  // the oldest entry
-        std::size_t size_ = 0;
     };
     // The reader and writer of one descriptor; epoll holds one registration with both interests.
     struct Watch {
@@ -247,12 +213,17 @@ private:
     std::size_t cancelled_in_heap_ = 0;
     std::uint64_t timers_made_ = 0;
 
-    ReadyQueue ready_;
+    // The ready queue: what the next turn runs, in the order it was scheduled. A turn swaps it
+    // with running_now_ and runs that, so what a turn schedules waits for the next one.
+    std::vector<Ready> ready_;
+    std::vector<Ready> running_now_;
     TaskBase* current_task_ = nullptr;
     TaskBase* first_task_ = nullptr;  // tasks started and not done, so ~EventLoop can destroy them
     std::uint64_t tasks_made_ = 0;    // numbers the default names: "Task-1", "Task-2", ...
     bool stopping_ = false;
     bool running_ = false;
+    bool closed_ = false;  // ~EventLoop has begun on the callbacks
+    std::size_t tasks_lost_in_unwinding_ = 0;  // see TaskBase::release
 };
 
 }  // namespace sixways::coroutines

@@ -4,8 +4,6 @@
 // steps a coroutine from one Future to the next.
 #include "06_coroutines/fetch.hpp"
 
-#include <memory>
-#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -115,61 +113,12 @@ Coroutine<Result> fetch(EventLoop& loop, const Request& request, const Options& 
         result.fail(kind_for(error.error_number(), result.timing), error.what());
     } catch (const std::system_error& error) {  // epoll could not watch the socket: ENOMEM, ENOSPC
         result.fail(kind_for_errno(error.code().value(), ErrorKind::limit), error.what());
-    } catch (const std::bad_alloc&) {  // memory runs out like descriptors: this request fails alone
-        fail_out_of_memory(result);
     }
     if (options.on_result) options.on_result(index, result);
     co_return result;
 }
 
 namespace {
-
-// ---- Memory, a resource that runs out like descriptors ----
-//
-// fetch() turns a std::bad_alloc inside a request into that request's `limit` error. What is left
-// is starting the tasks, and the gather that waits for them; these helpers keep a lack of memory
-// there from taking the whole run with it.
-
-// The requests from `first` to `count` could not be started: there was no memory for their tasks.
-// Each fails with `limit`, "out of memory", and on_result hears of it now. Returns that result, for
-// their places in the results.
-Result refuse_for_memory(std::size_t first, std::size_t count, const Options& options) noexcept {
-    Result refused;
-    fail_out_of_memory(refused);
-    for (std::size_t index = first; index < count; ++index) {
-        if (options.on_result) options.on_result(index, refused);
-    }
-    return refused;
-}
-
-// Adds the task that `make` returns to `tasks` (which has room for it), and returns true; or
-// returns false, and changes nothing, if there is no memory for the coroutine's frame or its task.
-template <class T, class Make>
-bool add_task_within_memory(std::vector<Task<T>>& tasks, const Make& make) noexcept {
-    try {
-        tasks.push_back(make());
-        return true;
-    } catch (const std::bad_alloc&) {
-        return false;
-    }
-}
-
-// Memory set aside while the tasks are made, and given back just before the gather starts. When
-// there is no memory for the next task, those made so far run all the same; but the gather needs a
-// little for each of them (a done callback), and without this it would find none, fail, and take
-// every task with it. 256 bytes a task is about twice what it takes. Only address space is
-// reserved: the bytes are never touched. No memory even for this throws std::bad_alloc, before any
-// task is made: tasks that nothing could wait for would be no use.
-class MemoryForTheGather {
-public:
-    explicit MemoryForTheGather(std::size_t tasks) : bytes_(new char[tasks * 256]) {}
-    void give_back() { bytes_.reset(); }
-
-private:
-    std::unique_ptr<char[]> bytes_;
-};
-
-// ---- The two ways of running the requests ----
 
 // With a limit of C requests in flight: C of these share the list, each taking the next request as
 // soon as its last one is done (the crawler's workers do the same with a Queue). `next` and
@@ -178,61 +127,46 @@ Coroutine<void> worker(EventLoop& loop, const std::vector<Request>& requests, co
                   std::size_t& next, std::vector<Result>& results) {
     while (next < requests.size()) {
         const std::size_t index = next++;
-        try {
-            results[index] = co_await fetch(loop, requests[index], options, index);
-        } catch (const std::bad_alloc&) {  // no memory for fetch's frame (fetch catches the rest)
-            results[index] = refuse_for_memory(index, index + 1, options);
-        }
+        results[index] = co_await fetch(loop, requests[index], options, index);
     }
 }
 
 // All at once: one task per request, and a gather for their results, in request order. This runs
 // as a task itself, as an asyncio program's main() does: the tasks it makes start only once it
-// waits, so the gather has its done callbacks on every task before any of them runs. From the first
-// request there is no memory to start, the rest fail at once.
+// waits, so the gather has its done callbacks on every task before any of them runs.
 Coroutine<std::vector<Result>> fetch_every(EventLoop& loop, const std::vector<Request>& requests,
                                            const Options& options) {
     std::vector<Task<Result>> tasks;
     tasks.reserve(requests.size());
-    MemoryForTheGather set_aside(requests.size());
     for (std::size_t index = 0; index < requests.size(); ++index) {
-        const auto make = [&] {
-            return loop.create_task(fetch(loop, requests[index], options, index), "request " + std::to_string(index));
-        };
-        if (!add_task_within_memory(tasks, make)) break;
+        tasks.push_back(
+            loop.create_task(fetch(loop, requests[index], options, index), "request " + std::to_string(index)));
     }
-    set_aside.give_back();
-    const Result refused = refuse_for_memory(tasks.size(), requests.size(), options);
-    std::vector<Result> results = co_await gather(loop, std::move(tasks));
-    results.resize(requests.size(), refused);
-    co_return results;
+    co_return co_await gather(loop, std::move(tasks));
 }
 
 // At most C at once: C workers, and a gather to wait for them. asyncio code often writes this as
 // one task per request, each waiting for a slot of a Semaphore; but then every task exists from the
 // start, frame and all, while it waits for its slot: a run of a million requests would hold a
-// million frames. With no memory for all C workers, fewer share the requests.
+// million frames.
 Coroutine<void> run_workers(EventLoop& loop, const std::vector<Request>& requests, const Options& options,
                             std::vector<Result>& results) {
     std::size_t next = 0;  // the next request a worker takes
     std::vector<Task<void>> workers;
     workers.reserve(options.concurrency);
-    MemoryForTheGather set_aside(options.concurrency);
     for (std::size_t k = 0; k < options.concurrency; ++k) {
-        const auto make = [&] {
-            return loop.create_task(worker(loop, requests, options, next, results), "worker " + std::to_string(k));
-        };
-        if (!add_task_within_memory(workers, make)) break;
+        workers.push_back(
+            loop.create_task(worker(loop, requests, options, next, results), "worker " + std::to_string(k)));
     }
-    set_aside.give_back();
-    if (workers.empty()) throw std::bad_alloc();  // not even one: no request can start
     co_await gather(loop, std::move(workers));
 }
 
 }  // namespace
 
 // fetch_all's requests and options outlive every task, as fetch requires: the loop runs to the end,
-// and is destroyed with every task, inside this function.
+// and is destroyed with every task, inside this function. Running out of memory is not handled
+// here: std::bad_alloc leaves fetch_all, and the shared command line reports every request
+// without a result as `limit`, "out of memory", as it does for every stage.
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options) {
     EventLoop loop;
     if (options.concurrency == 0 || options.concurrency >= requests.size()) {

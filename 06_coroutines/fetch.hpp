@@ -19,7 +19,8 @@
 namespace sixways::coroutines {
 
 // One request from its first connect to its last byte, within options.timeout, with every error
-// turned into the Result (the fetch throws only CancelledError, when it is cancelled). Calls
+// turned into the Result (the fetch throws only CancelledError, when it is cancelled, and
+// std::bad_alloc). Calls
 // options.on_result(index, result), when set, as soon as the result is final. `request` and
 // `options` are read while the task runs, so they must outlive it.
 Coroutine<Result> fetch(EventLoop& loop, const Request& request, const Options& options, std::size_t index = 0);

@@ -12,7 +12,7 @@ std::exception_ptr FutureBase::exception() const {
 }
 
 void FutureBase::set_exception(std::exception_ptr error) {
-    require_pending("set_exception");
+    require_settable("set_exception");
     if (!error) throw std::invalid_argument("set_exception: null exception");
     finish(Status::finished, std::move(error));
 }
@@ -37,7 +37,8 @@ bool FutureBase::remove_done_callback(CallbackId id) {
     return std::erase_if(callbacks_, [id](const auto& entry) { return entry.first == id; }) > 0;
 }
 
-void FutureBase::require_pending(const char* call) const {
+void FutureBase::require_settable(const char* call) const {
+    if (is_task_) throw InvalidStateError(std::string(call) + ": a task's result is what its coroutine returns");
     if (done()) throw InvalidStateError(std::string(call) + ": the future is already done");
 }
 

@@ -84,7 +84,10 @@ public:
 protected:
     friend class sixways::coroutines::TaskBase;  // a task finishes its own future
     enum class Status { pending, finished, cancelled };
-    void require_pending(const char* call) const;
+    // Throws InvalidStateError if done, or if this is a task's future (asyncio: Task.set_result
+    // raises): a task's result is what its coroutine returns, whichever handle is asked.
+    void require_settable(const char* call) const;
+    bool is_task_ = false;
     void check_result() const;  // throws unless it finished with a result
     // Marks the future done and schedules its waiters' steps and its callbacks for the next turn.
     void finish(Status status, std::exception_ptr error = nullptr);
@@ -107,21 +110,30 @@ class FutureState : public FutureBase {
 public:
     using FutureBase::FutureBase;
     void set_result(T value) {
-        require_pending("set_result");
+        require_settable("set_result");
         value_.emplace(std::move(value));
         finish(Status::finished);
     }
     const T& result() const {
         check_result();
+        check_not_taken();
         return *value_;
     }
-    T take_result() {  // for the last holder: nobody can read it after this
+    T take_result() {  // for the last holder, or the first taker of a result that cannot be copied
         check_result();
+        check_not_taken();
+        taken_ = true;
         return std::move(*value_);
     }
 
 protected:
     std::optional<T> value_;
+
+private:
+    void check_not_taken() const {
+        if (taken_) throw InvalidStateError("result(): a result that cannot be copied was taken already");
+    }
+    bool taken_ = false;
 };
 
 template <>
@@ -129,7 +141,7 @@ class FutureState<void> : public FutureBase {
 public:
     using FutureBase::FutureBase;
     void set_result() {
-        require_pending("set_result");
+        require_settable("set_result");
         finish(Status::finished);
     }
     void result() const { check_result(); }
@@ -137,7 +149,9 @@ public:
 };
 
 // The result for whoever asked: moved out when `state` is the last handle (nobody can read it after
-// us, and a body of megabytes is moved, not copied), copied otherwise.
+// us, and a body of megabytes is moved, not copied), copied otherwise. A result that cannot be
+// copied (a std::unique_ptr) is moved out to the first taker, and a second taker (co_await,
+// result(), run_until_complete) gets InvalidStateError, never a moved-from value.
 template <class T>
 T take_or_copy(const std::shared_ptr<FutureState<T>>& state) {
     if constexpr (std::is_copy_constructible_v<T>) {
@@ -159,6 +173,8 @@ public:
     bool cancelled() const { return state_->cancelled(); }
     // The result; rethrows the exception it finished with; throws CancelledError if it was
     // cancelled, InvalidStateError if it is not done. (const T&, or void for a Future<void>.)
+    // Every co_await gets a copy, but a result that cannot be copied goes to the first co_await
+    // (moved out); after that, result() and co_await throw InvalidStateError.
     decltype(auto) result() const { return state_->result(); }
     // The exception, or null if it finished with a result. Throws as result() does if not done or
     // cancelled.
@@ -192,9 +208,11 @@ protected:
     std::shared_ptr<detail::FutureState<T>> state_;
 };
 
-// asyncio's run_until_complete does the same: a done callback stops the loop.
+// asyncio's run_until_complete does the same: a done callback stops the loop. A nested call is
+// refused before anything is queued: its stop callback would end the run that is going on.
 template <class T>
 T EventLoop::run_until_complete(Future<T> future) {
+    if (running_) throw std::logic_error("run_until_complete: the loop is already running");
     const CallbackId id = future.add_done_callback([this] { stop(); });
     try {
         run_forever();

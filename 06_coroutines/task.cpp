@@ -2,8 +2,8 @@
 // model; this file is the code that keeps it true.
 #include "06_coroutines/task.hpp"
 
+#include <exception>
 #include <iostream>
-#include <new>
 
 namespace sixways::coroutines {
 
@@ -16,15 +16,9 @@ TaskBase::TaskBase(detail::FutureBase& future, std::coroutine_handle<> body, det
 }
 
 // Schedules the first step, and joins the loop's list of tasks not done (so that ~EventLoop can
-// destroy them). In that order: if the ready queue has no room for the step (std::bad_alloc), the
-// task has not started, and going again at once it is not "destroyed but pending".
+// destroy them).
 void TaskBase::start(EventLoop& loop) {
-    try {
-        loop.schedule_step(*this);
-    } catch (...) {
-        body_promise_ = nullptr;  // nothing for release() to do: the frame goes with the task
-        throw;
-    }
+    loop.schedule_step(*this);
     number_ = ++loop.tasks_made_;
     next_task_ = loop.first_task_;
     if (next_task_ != nullptr) next_task_->previous_task_ = this;
@@ -123,28 +117,27 @@ int TaskBase::uncancel() {
 }
 
 // The chain of what waits on what, down to a plain future; an await cycle is shown once round.
-// With no memory left to spell that out, just "<Task>": release() calls this from a destructor,
-// where an exception would end the process.
 std::string TaskBase::describe() const {
-    try {
-        std::string text = "<Task " + future_.state_name() + " name=" + name();
-        if (waiting_on_ != nullptr && !describing_) {
-            describing_ = true;
-            text += " wait_for=" + waiting_on_->to_string();
-            describing_ = false;
-        }
-        return text + ">";
-    } catch (const std::bad_alloc&) {
+    std::string text = "<Task " + future_.state_name() + " name=" + name();
+    if (waiting_on_ != nullptr && !describing_) {
+        describing_ = true;
+        text += " wait_for=" + waiting_on_->to_string();
         describing_ = false;
-        return "<Task>";  // short enough to need no memory
     }
+    return text + ">";
 }
 
 void TaskBase::release() {
     if (body_promise_ == nullptr) return;
     // asyncio prints the same words when the garbage collector finds a pending task. Here it means
-    // the last handle went (or the loop was destroyed) while the task had work left to do.
-    std::cerr << "Task was destroyed but it is pending!\n    " << describe() << '\n';
+    // the last handle went (or the loop was destroyed) while the task had work left to do. While
+    // an exception unwinds (memory ran out, and fetch_all gives up) every task goes at once: the
+    // loop says so once, in its destructor, not once per task.
+    if (std::uncaught_exceptions() > 0) {
+        ++future_.loop().tasks_lost_in_unwinding_;
+    } else {
+        std::cerr << "Task was destroyed but it is pending!\n    " << describe() << '\n';
+    }
     if (waiting_on_ != nullptr) waiting_on_->remove_waiter(*this);
     waiting_on_ = nullptr;
     unlink_from_loop();

@@ -288,7 +288,9 @@ public:
     TaskState(EventLoop& loop, Coroutine<T> body, std::string name)
         : FutureState<T>(loop),
           TaskBase(*this, body.frame_, body.frame_.promise(), std::move(name)),
-          body_(std::move(body)) {}
+          body_(std::move(body)) {
+        this->is_task_ = true;
+    }
     ~TaskState() override { release(); }
     bool cancel() override { return TaskBase::cancel(); }
     std::string to_string() const override { return describe(); }
@@ -315,7 +317,8 @@ public:
     std::string name() const { return task().name(); }
 
 private:
-    // A task's result is what its coroutine returns: nobody else may set it.
+    // A task's result is what its coroutine returns: nobody else may set it (and its state refuses
+    // set_result through a plain Future handle too).
     using Future<T>::set_result;
     using Future<T>::set_exception;
     friend class EventLoop;

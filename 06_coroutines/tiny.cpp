@@ -16,12 +16,13 @@
 // Guido van Rossum build in the book "500 Lines or Less" (chapter "A Web Crawler With asyncio
 // Coroutines"), the model this stage follows. It leaves out, on purpose,
 // what the rest of this folder adds: timeouts (call_later, wait_for), cancellation, a limit on the
-// requests in flight, gather, Futures that carry exceptions (errors are plain values here), and a
+// requests in flight, the other addresses of a name ("localhost" is ::1 and 127.0.0.1; this tries
+// the first one only), gather, Futures that carry exceptions (errors are plain values here), and a
 // coroutine that awaits another coroutine (a task's stack of awaited coroutines). Without a
-// timeout, a server that never answers makes this program wait for ever: the next files fix that.
-// Nor does it keep going when memory runs out (`ulimit -v`): a std::bad_alloc leaves fetch_all,
-// and the command line counts every request without a result as failed, `limit`, "out of memory".
-// 06_coroutines makes it the error of the one request that met it, and the others go on.
+// timeout, a server that never answers is waited for until Ctrl-C: the next files fix that.
+// Running out of memory (`ulimit -v`) is handled by neither this nor the full runtime: a
+// std::bad_alloc leaves fetch_all, and the command line counts every request without a result as
+// failed, `limit`, "out of memory".
 #include "06_coroutines/tiny.hpp"
 
 #include <sys/epoll.h>
@@ -43,7 +44,7 @@
 
 #include "common/http.hpp"
 
-namespace sixways::tiny {
+namespace sixways::coroutines::tiny {
 
 using Callback = std::function<void()>;
 
@@ -192,7 +193,7 @@ struct Coroutine {
         std::suspend_always initial_suspend() noexcept { return {}; }  // start on the first step
         std::suspend_always final_suspend() noexcept { return {}; }    // keep `value` for the Task
         void return_value(T result) { value.emplace(std::move(result)); }
-        // An exception out of the coroutine (epoll_ctl failing is the only one here) goes on out
+        // An exception out of the coroutine (epoll_ctl failing, or memory running out) goes on out
         // of Task::step and run(). The full runtime keeps it in the task instead.
         void unhandled_exception() { throw; }
     };
@@ -340,23 +341,13 @@ Coroutine<Result> fetch(EventLoop& loop, const Request& request, const Options& 
     Result result;
     result.timing.start = Clock::now();
 
-    // 1. Connect, trying each resolved address in turn ("localhost" is ::1 and 127.0.0.1); the
-    //    last error is the one reported.
-    if (request.addresses.empty()) {
-        co_return failed(result, ErrorKind::resolve, "resolve: no address to connect to");
-    }
+    // 1. Connect to the first resolved address (the command line resolves the name up front).
+    const Address& address = request.addresses.at(0);
     Socket socket;
-    const char* call = "connect";  // which call failed for the last address, and with which errno
-    int error = 0;
-    for (const Address& address : request.addresses) {
-        if (socket.fd >= 0) ::close(socket.fd);  // the previous address failed
-        socket.fd = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        call = socket.fd < 0 ? "socket" : "connect";  // socket() fails with EMFILE: no descriptor left
-        if (socket.fd < 0) error = errno;
-        else error = co_await sock_connect(loop, socket.fd, address);
-        if (error == 0) break;
-    }
-    if (error != 0) co_return failed(result, ErrorKind::connect, call, error);
+    socket.fd = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (socket.fd < 0) co_return failed(result, ErrorKind::connect, "socket", errno);  // EMFILE: none left
+    int error = co_await sock_connect(loop, socket.fd, address);
+    if (error != 0) co_return failed(result, ErrorKind::connect, "connect", error);
     result.timing.connected = Clock::now();
 
     // 2. Send the whole request.
@@ -406,4 +397,4 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
     return results;
 }
 
-}  // namespace sixways::tiny
+}  // namespace sixways::coroutines::tiny

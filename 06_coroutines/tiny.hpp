@@ -5,10 +5,10 @@
 
 #include "common/fetch.hpp"
 
-namespace sixways::tiny {
+namespace sixways::coroutines::tiny {
 
 // One task per request, all at once, on the minimal runtime of tiny.cpp. No deadline and no limit:
 // options.timeout and options.concurrency are not used.
 std::vector<Result> fetch_all(const std::vector<Request>& requests, const Options& options);
 
-}  // namespace sixways::tiny
+}  // namespace sixways::coroutines::tiny

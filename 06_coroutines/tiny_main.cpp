@@ -8,8 +8,9 @@ int main(int argc, char** argv) {
     const StageInfo stage{
         .name = "06_tiny",
         .summary = "one coroutine per request on a minimal runtime in one file: a Future, a Task "
-                   "and an epoll loop",
-        .fetch_all = &tiny::fetch_all,
+                   "and an epoll loop; no deadline: a server that never answers is waited for "
+                   "until Ctrl-C",
+        .fetch_all = &coroutines::tiny::fetch_all,
         .one_at_a_time = false,
         .flags = {},
         .refused_options = {"--concurrency", "--timeout"},

@@ -351,11 +351,12 @@ public:
         return "";
     }
 
-    // fetch_all gave up with std::bad_alloc. Each stage fails a request that runs out of memory
-    // with `limit` and goes on, so this is memory running out outside any one request (in the
-    // stage's own bookkeeping, or before it started). The requests it did not finish fail the same
-    // way, and `results` is put together from what was recorded, in the room it already has.
-    void fail_unfinished_for_memory(std::vector<Result>& results) {
+    // fetch_all gave up with std::bad_alloc: no stage handles running out of memory itself, so this
+    // is the one place that does. The requests it did not finish fail with `limit`, "out of
+    // memory", and `results` is put together from what was recorded, in the room it already has.
+    // Returns how many failed here.
+    std::size_t fail_unfinished_for_memory(std::vector<Result>& results) {
+        std::size_t failed = 0;
         for (std::size_t index = 0; index < cli_.requests; ++index) {
             bool reported = false;
             {
@@ -366,6 +367,7 @@ public:
                 Result result;
                 fail_out_of_memory(result);
                 record(index, result);
+                ++failed;
             }
         }
         std::lock_guard lock(mutex_);
@@ -375,6 +377,7 @@ public:
         for (const Finished& finished : finished_) {
             results[finished.index] = as_result(finished, next_message);
         }
+        return failed;
     }
 
     void erase_progress_line() {
@@ -694,7 +697,11 @@ int fetch_and_report(const StageInfo& stage, const CliOptions& cli,
             const std::vector<Request> requests(cli.requests, Request{cli.url, addresses});
             results = stage.fetch_all(requests, options);
         } catch (const std::bad_alloc&) {
-            run.fail_unfinished_for_memory(results);
+            const std::size_t failed = run.fail_unfinished_for_memory(results);
+            watcher.stop();  // no progress line after this one
+            run.erase_progress_line();
+            std::fprintf(stderr, "%s: out of memory: the %zu requests without a result fail with limit\n",
+                         stage.name.c_str(), failed);
         } catch (const std::exception& error) {
             watcher.stop();
             run.erase_progress_line();

@@ -88,8 +88,8 @@ std::string timeout_message(Duration timeout, const char* phase);
 // would have returned had it blocked (ECONNREFUSED, ETIMEDOUT, ...), read with getsockopt(SO_ERROR).
 int connect_error(int fd);
 
-// Makes `result` final with ErrorKind::limit and "out of memory", for a request that met
-// std::bad_alloc: memory is a resource that runs out like descriptors and threads. Needs no memory
+// Makes `result` final with ErrorKind::limit and "out of memory": the command line calls it for each
+// request left without a result when std::bad_alloc came out of fetch_all. Needs no memory
 // itself (std::string keeps text this short in a buffer of its own, up to 15 characters in
 // libstdc++), so it is safe to call where memory has just run out.
 void fail_out_of_memory(Result& result) noexcept;

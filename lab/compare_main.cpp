@@ -61,9 +61,9 @@ constexpr const char* usage =
     "  --delay DURATION  the server's delay before each answer: 2, 2.5s, 250ms (default 100ms)\n"
     "  --concurrency C   at most C requests in flight in every program (stages, yardstick and\n"
     "                    aiohttp get --concurrency C, ab gets -c C); default: all N at once\n"
-    "  --stages LIST     which programs, comma-separated: 01 ... 06 (or full names), 06_tiny,\n"
-    "                    yardstick, aiohttp, ab (default: the six stages and the yardstick, if\n"
-    "                    built; 06_tiny, chapter 06's small runtime, only when named)\n"
+    "  --stages LIST     which programs, comma-separated: 01 ... 06 (or full names), 01_tiny\n"
+    "                    ... 06_tiny, yardstick, aiohttp, ab (default: the six stages and the\n"
+    "                    yardstick, if built; a stage's tiny version only when named in full)\n"
     "  --url URL         measure against this server instead of starting one; --delay then only\n"
     "                    estimates how long stage 01 would take\n"
     "  --server LIST     the servers to start: lab (the default), nginx, or lab,nginx to measure\n"
@@ -252,6 +252,11 @@ const std::vector<std::string> stage_names = {"01_blocking",    "02_threads",
                                               "03_nonblocking", "04_callbacks",
                                               "05_generators",  "06_coroutines"};
 
+// Each stage's tiny version (tiny.cpp in its folder): measured only when --stages names it in
+// full, since "04" means 04_callbacks.
+const std::vector<std::string> tiny_names = {"01_tiny", "02_tiny", "03_tiny",
+                                             "04_tiny", "05_tiny", "06_tiny"};
+
 // Whether the user's --stages token names this program: "01" or "01_blocking", "yardstick", ...
 bool named(const std::string& token, const std::string& key) {
     return token == key || (key.size() > 2 && key[2] == '_' && token == key.substr(0, 2));
@@ -272,11 +277,11 @@ std::vector<Program> find_programs(const Options& options, const std::string& bi
     for (const std::string& token : options.stages) {
         bool known = std::any_of(stage_names.begin(), stage_names.end(),
                                  [&](const std::string& key) { return named(token, key); }) ||
-                     token == "06_tiny" || token == "yardstick" || token == "aiohttp" ||
-                     token == "ab";
+                     std::find(tiny_names.begin(), tiny_names.end(), token) != tiny_names.end() ||
+                     token == "yardstick" || token == "aiohttp" || token == "ab";
         if (!known) {
             throw UsageError("--stages: unknown name '" + token +
-                             "' (known: 01 to 06, 06_tiny, yardstick, aiohttp, ab)");
+                             "' (known: 01 to 06, 01_tiny to 06_tiny, yardstick, aiohttp, ab)");
         }
     }
     std::vector<Program> programs;
@@ -291,14 +296,18 @@ std::vector<Program> find_programs(const Options& options, const std::string& bi
             missing.push_back(name + ": not built (no " + bin + "/" + name + ")");
         }
     }
-    // 06_tiny only by its full name ("06" means 06_coroutines); it has no --concurrency.
-    if (std::find(options.stages.begin(), options.stages.end(), "06_tiny") != options.stages.end()) {
+    // A tiny version only by its full name; none has --concurrency. 01_tiny sends one request at a
+    // time, as 01_blocking does; the others send every request at once.
+    for (const std::string& name : tiny_names) {
+        if (std::find(options.stages.begin(), options.stages.end(), name) == options.stages.end()) {
+            continue;
+        }
         if (options.concurrency != 0) {
-            missing.push_back("06_tiny: skipped, it has no --concurrency (every request at once)");
-        } else if (executable(bin + "/06_tiny")) {
-            programs.push_back({Program::Kind::stage, "06_tiny", bin + "/06_tiny", "", false});
+            missing.push_back(name + ": skipped, it has no --concurrency");
+        } else if (executable(bin + "/" + name)) {
+            programs.push_back({Program::Kind::stage, name, bin + "/" + name, "", name == "01_tiny"});
         } else {
-            missing.push_back("06_tiny: not built (no " + bin + "/06_tiny)");
+            missing.push_back(name + ": not built (no " + bin + "/" + name + ")");
         }
     }
     if (wanted(options, "yardstick", true)) {

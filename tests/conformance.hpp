@@ -7,13 +7,21 @@
 // own body; a clear error of the right kind for every fault the lab server can play; a deadline per
 // request; no connection for bad usage.
 //
-// A stage joins with one line in its own test file:
+// The suite has two levels. The core (ConformanceCore, tests/conformance_core.cpp, CMake target
+// sixways_conformance_core) holds the cases every fetcher passes, a stage's tiny version included:
+// the right body for each request, three framings, a response cut short, a refused connection, no
+// requests at all, and the command line's report, --json, --trace and bad usage. The rest
+// (Conformance, tests/conformance.cpp, sixways_conformance) needs what only a full stage has:
+// deadlines, a second address, limits. No case is in both. A full stage links both libraries and
+// joins both, in its own test file:
 //
-//     INSTANTIATE_TEST_SUITE_P(Blocking, Conformance,
-//         testing::Values(StageUnderTest{"01_blocking", &sixways::blocking::fetch_all, STAGE_BINARY}));
+//     const StageUnderTest blocking{"01_blocking", &sixways::blocking::fetch_all, STAGE_BINARY, true};
+//     INSTANTIATE_TEST_SUITE_P(Blocking, ConformanceCore, testing::Values(blocking), StageName());
+//     INSTANTIATE_TEST_SUITE_P(Blocking, Conformance, testing::Values(blocking), StageName());
 //
-// The tests are then named "Blocking/Conformance.TreatsErrorStatusesAsResponses/0"; pass
-// `StageName()` as a fourth argument to end the names in "/01_blocking" instead.
+// A tiny version links sixways_conformance_core and joins ConformanceCore only. The tests are then
+// named "Blocking/Conformance.TreatsErrorStatusesAsResponses/01_blocking" (without `StageName()`,
+// they end in "/0").
 #pragma once
 
 #include <gtest/gtest.h>
@@ -42,6 +50,9 @@ struct StageName {
     }
 };
 
-// The cases are in tests/conformance.cpp. Each calls the stage's fetch_all under a watchdog: a
-// fetcher that never returns would otherwise hang the whole test binary.
+// Each case calls the stage's fetch_all under a watchdog: a fetcher that never returns would
+// otherwise hang the whole test binary.
+// The core cases, in tests/conformance_core.cpp: every stage and every tiny version passes them.
+class ConformanceCore : public testing::TestWithParam<StageUnderTest> {};
+// The rest, in tests/conformance.cpp: full stages only.
 class Conformance : public testing::TestWithParam<StageUnderTest> {};

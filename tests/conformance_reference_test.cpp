@@ -3,8 +3,10 @@
 #include "tests/conformance.hpp"
 #include "tests/reference_fetch.hpp"
 
-INSTANTIATE_TEST_SUITE_P(Reference, Conformance,
-                         testing::Values(StageUnderTest{"conformance_reference_cli",
-                                                        &sixways::conformance_reference::fetch_all,
-                                                        STAGE_BINARY, true}),
-                         StageName());
+namespace {
+const StageUnderTest reference{"conformance_reference_cli", &sixways::conformance_reference::fetch_all,
+                               STAGE_BINARY, true};
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(Reference, ConformanceCore, testing::Values(reference), StageName());
+INSTANTIATE_TEST_SUITE_P(Reference, Conformance, testing::Values(reference), StageName());

@@ -96,7 +96,9 @@ TEST(Blocking, FailsARequestThatFindsNoDescriptorWithLimitAndGoesOn) {
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Blocking, Conformance,
-                         testing::Values(StageUnderTest{"01_blocking", &sixways::blocking::fetch_all,
-                                                        STAGE_BINARY, true}),
-                         StageName());
+namespace {
+const StageUnderTest blocking{"01_blocking", &sixways::blocking::fetch_all, STAGE_BINARY, true};
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(Blocking, ConformanceCore, testing::Values(blocking), StageName());
+INSTANTIATE_TEST_SUITE_P(Blocking, Conformance, testing::Values(blocking), StageName());

@@ -1,4 +1,4 @@
-// Stage 02's own tests: threads, a pool of C of them, and what happens when the system refuses one.
+// Stage 02's own tests: threads, a fixed pool of them, and what happens when the system refuses one.
 // What every stage must do is checked by the conformance suite, joined at the bottom of this file.
 // These tests also run under ThreadSanitizer (ctest label `threads`), so N stays small.
 #include "02_threads/fetch.hpp"
@@ -192,7 +192,9 @@ TEST(Threads, FailsARequestThatFindsNoDescriptorWithLimitAndGoesOn) {
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Threads, Conformance,
-                         testing::Values(StageUnderTest{"02_threads", &sixways::threads::fetch_all,
-                                                        STAGE_BINARY}),
-                         StageName());
+namespace {
+const StageUnderTest threads{"02_threads", &sixways::threads::fetch_all, STAGE_BINARY};
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(Threads, ConformanceCore, testing::Values(threads), StageName());
+INSTANTIATE_TEST_SUITE_P(Threads, Conformance, testing::Values(threads), StageName());

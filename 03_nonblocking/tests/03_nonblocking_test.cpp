@@ -136,14 +136,16 @@ TEST(NonBlocking, FailsARequestThatFindsNoDescriptorWithLimitAndGoesOn) {
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(
-    NonBlocking, Conformance,
-    testing::Values(StageUnderTest{"03_nonblocking", &sixways::nonblocking::fetch_all, STAGE_BINARY}),
-    StageName());
-
+namespace {
+const StageUnderTest nonblocking{"03_nonblocking", &sixways::nonblocking::fetch_all, STAGE_BINARY};
 // The naive variant keeps the same contract; its binary is not run (it would run the default).
-INSTANTIATE_TEST_SUITE_P(NonBlockingOneAtATime, Conformance,
-                         testing::Values(StageUnderTest{
-                             "03_nonblocking_one_at_a_time",
-                             &sixways::nonblocking::fetch_all_one_at_a_time, ""}),
+const StageUnderTest one_at_a_time{"03_nonblocking_one_at_a_time",
+                                   &sixways::nonblocking::fetch_all_one_at_a_time, ""};
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(NonBlocking, ConformanceCore, testing::Values(nonblocking), StageName());
+INSTANTIATE_TEST_SUITE_P(NonBlocking, Conformance, testing::Values(nonblocking), StageName());
+INSTANTIATE_TEST_SUITE_P(NonBlockingOneAtATime, ConformanceCore, testing::Values(one_at_a_time),
+                         StageName());
+INSTANTIATE_TEST_SUITE_P(NonBlockingOneAtATime, Conformance, testing::Values(one_at_a_time),
                          StageName());

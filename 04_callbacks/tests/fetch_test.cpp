@@ -236,7 +236,9 @@ TEST(Callbacks, LeavesNoDescriptorOpen) {
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(
-    Callbacks, Conformance,
-    testing::Values(StageUnderTest{"04_callbacks", &sixways::callbacks::fetch_all, STAGE_BINARY}),
-    StageName());
+namespace {
+const StageUnderTest callbacks{"04_callbacks", &sixways::callbacks::fetch_all, STAGE_BINARY};
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(Callbacks, ConformanceCore, testing::Values(callbacks), StageName());
+INSTANTIATE_TEST_SUITE_P(Callbacks, Conformance, testing::Values(callbacks), StageName());

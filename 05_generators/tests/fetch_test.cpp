@@ -22,10 +22,12 @@
 #include "tests/conformance.hpp"
 #include "tests/support/stage_support.hpp"
 
-INSTANTIATE_TEST_SUITE_P(
-    Generators, Conformance,
-    testing::Values(StageUnderTest{"05_generators", &sixways::generators::fetch_all, STAGE_BINARY}),
-    StageName());
+namespace {
+const StageUnderTest generators{"05_generators", &sixways::generators::fetch_all, STAGE_BINARY};
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(Generators, ConformanceCore, testing::Values(generators), StageName());
+INSTANTIATE_TEST_SUITE_P(Generators, Conformance, testing::Values(generators), StageName());
 
 namespace sixways::generators {
 namespace {

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <regex>
+#include <stdexcept>
 
 #include "06_coroutines/crawler/crawler.hpp"
 #include "06_coroutines/crawler/report.hpp"
@@ -148,11 +148,11 @@ CrawlCli parse_crawl_cli(const std::vector<std::string>& args) {
             cli.max_pages = parse_number(value, name, 1, 1'000'000'000);
         } else if (name == "--exclude") {
             try {
-                const std::regex check(value);  // compiled here only to report a bad one as bad usage
-            } catch (const std::regex_error& error) {
-                throw UsageError("--exclude '" + value + "' is not a valid regular expression: " + error.what());
+                check_pattern(value);  // here too, to report a bad one as bad usage before anything is resolved
+            } catch (const std::invalid_argument& error) {
+                throw UsageError(std::string("--exclude: ") + error.what());
             }
-            cli.exclude = value;
+            cli.exclude.push_back(value);
         } else if (name == "--timeout") {
             try {
                 cli.timeout = parse_duration(value);
@@ -175,7 +175,7 @@ CrawlCli parse_crawl_cli(const std::vector<std::string>& args) {
 std::string crawl_usage() {
     return std::string(
                "usage: crawl [ROOT_URL ...] [--max-tasks 10] [--max-redirect 10] [--max-tries 4]\n"
-               "             [--max-pages N] [--exclude REGEX] [--strict|--lenient]\n"
+               "             [--max-pages N] [--exclude PATTERN] [--strict|--lenient]\n"
                "             [--timeout DURATION] [--resolve HOST:PORT:ADDR] [--json] [--help]\n"
                "\n"
                "Crawls a web site from each ROOT_URL (default ") +
@@ -190,7 +190,9 @@ std::string crawl_usage() {
            "  --max-tries N       tries per URL when the connection fails (default 4)\n"
            "  --max-pages N       queue at most N URLs, roots included (default: no limit); the\n"
            "                      report says how many links the limit left unfollowed\n"
-           "  --exclude REGEX     skip URLs this regular expression matches anywhere (ECMAScript)\n"
+           "  --exclude PATTERN   skip URLs that match PATTERN, a whole URL as the report writes\n"
+           "                      it, in which * stands for any run of characters: '*.pdf',\n"
+           "                      'http://h/private/*' (repeatable)\n"
            "  --strict            follow only the roots' exact hosts (the default)\n"
            "  --lenient           also the root's domain (without \"www.\") and its subdomains\n"
            "  --timeout DURATION  deadline per fetch: 2, 2.5s, 250ms (default 10 s)\n"
@@ -202,6 +204,9 @@ std::string crawl_usage() {
            "Host names are resolved once, before the crawl starts (getaddrinfo blocks, and a\n"
            "blocked event loop stops every worker), so only the roots' hosts and --resolve hosts\n"
            "are ever fetched. Options that take a value also accept --name=value.\n"
+           "An exclude pattern is not a regular expression: only * is special, and a pattern\n"
+           "starts with http:// or *. It is matched without recursion, so no pattern and no\n"
+           "link, however long, can crash the crawl.\n"
            "Workers are capped at what the descriptor limit allows (one socket each), with a\n"
            "message on stderr.\n"
            "Exit status: 0 the crawl finished and every URL got a response (of any status: a\n"

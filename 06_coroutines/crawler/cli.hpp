@@ -2,7 +2,7 @@
 // Ctrl-C, the report. Not the lesson (crawler.cpp is); main.cpp is one call to run_crawl.
 //
 //   crawl [ROOT_URL ...] [--max-tasks 10] [--max-redirect 10] [--max-tries 4] [--max-pages N]
-//         [--exclude REGEX] [--strict|--lenient] [--timeout DURATION] [--resolve HOST:PORT:ADDR]
+//         [--exclude PATTERN] [--strict|--lenient] [--timeout DURATION] [--resolve HOST:PORT:ADDR]
 //         [--json] [--help]
 #pragma once
 
@@ -25,7 +25,7 @@ struct CrawlCli {
     std::size_t max_redirect = 10;
     std::size_t max_tries = 4;
     std::size_t max_pages = 0;  // 0: no limit
-    std::string exclude;
+    std::vector<std::string> exclude;  // --exclude, repeatable: patterns as Crawler takes them
     bool strict = true;
     Duration timeout = std::chrono::seconds(10);
     std::map<std::string, std::vector<Address>> resolved;  // from --resolve, by host_key

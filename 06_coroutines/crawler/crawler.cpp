@@ -108,7 +108,7 @@ Crawler::Crawler(EventLoop& loop, CrawlerOptions options)
     : loop_(loop), options_(std::move(options)), queue_(loop) {
     if (options_.max_tasks == 0) throw std::invalid_argument("max_tasks must be at least 1");
     if (options_.max_tries == 0) throw std::invalid_argument("max_tries must be at least 1");
-    if (!options_.exclude.empty()) exclude_ = std::regex(options_.exclude);  // std::regex_error if bad
+    for (const std::string& pattern : options_.exclude) check_pattern(pattern);
     for (Url& root : options_.roots) {
         root.host = lowercase(root.host);
         if (!options_.addresses.contains(host_key(root))) {
@@ -341,10 +341,11 @@ bool Crawler::url_allowed(const std::string& url) const {
 bool Crawler::allowed(const Url& url) const {
     const std::string text = url.to_string();
     // Servers refuse longer request lines anyway (414 URI Too Long: nginx and Apache stop at about
-    // 8 KiB), and std::regex, which recurses per character, must not see a URL of a megabyte.
+    // 8 KiB).
     if (text.size() > max_url_length) return false;
     if (!host_in_scope(url)) return false;
-    return options_.exclude.empty() || !std::regex_search(text, exclude_);
+    return std::none_of(options_.exclude.begin(), options_.exclude.end(),
+                        [&text](const std::string& pattern) { return matches_pattern(pattern, text); });
 }
 
 // The scope: which hosts the crawl stays on. Always the port of a root and, for the host:
@@ -365,6 +366,37 @@ bool Crawler::host_in_scope(const Url& url) const {
         if (host == domain || host.ends_with("." + domain)) return true;
     }
     return false;
+}
+
+bool matches_pattern(std::string_view pattern, std::string_view url) {
+    const std::size_t first_star = pattern.find('*');
+    if (first_star == std::string_view::npos) return url == pattern;
+    // The piece before the first star must begin the URL, the piece after the last star must end
+    // it, and the pieces between stars must appear, in order, in what is left between those two.
+    const std::size_t last_star = pattern.rfind('*');
+    const std::string_view head = pattern.substr(0, first_star);
+    const std::string_view tail = pattern.substr(last_star + 1);
+    if (url.size() < head.size() + tail.size() || !url.starts_with(head) || !url.ends_with(tail)) return false;
+    std::string_view rest = url.substr(head.size(), url.size() - head.size() - tail.size());
+    // Each piece is taken at the first place it appears: that leaves the most room for the pieces
+    // after it, so if they fit anywhere, they fit there. No going back, so no recursion.
+    for (std::size_t star = first_star; star != last_star;) {
+        const std::size_t next_star = pattern.find('*', star + 1);
+        const std::string_view piece = pattern.substr(star + 1, next_star - star - 1);
+        const std::size_t found = rest.find(piece);
+        if (found == std::string_view::npos) return false;
+        rest.remove_prefix(found + piece.size());
+        star = next_star;
+    }
+    return true;
+}
+
+void check_pattern(std::string_view pattern) {
+    if (!pattern.starts_with("http://") && !pattern.starts_with('*')) {
+        throw std::invalid_argument("'" + std::string(pattern) +
+                                    "' can never match: every URL followed starts with http://, so a pattern "
+                                    "starts with that or with * (only * is special: '*.pdf' skips PDF files)");
+    }
 }
 
 }  // namespace sixways::crawler

@@ -34,7 +34,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -90,12 +89,25 @@ struct FetchStatistic {
 // Lowercase, port always written.
 std::string host_key(const Url& url);
 
+// Does `url` match an exclude pattern? A pattern is a whole URL, written as the crawler writes
+// URLs (lowercase host, no ":80", no fragment), in which each `*` stands for any run of characters,
+// none included. No other character is special: "*.pdf", "http://example.com/private/*",
+// "*?print=*". Not a regular expression, on purpose: libstdc++'s std::regex recurses once per
+// character matched and ran out of stack on a link of 8 KiB. This match has no recursion, and its
+// time grows with the URL's length times the pattern's, whatever either holds.
+bool matches_pattern(std::string_view pattern, std::string_view url);
+
+// Throws std::invalid_argument for an exclude pattern that could never match: every URL the crawler
+// follows starts with "http://", so a pattern must start with that or with a `*`. ("\.pdf$" and
+// "skip", written as regular expressions, are refused rather than silently matching nothing.)
+void check_pattern(std::string_view pattern);
+
 struct CrawlerOptions {
     std::vector<Url> roots;  // where to start; their hosts are the crawl's scope
     // Addresses of every host the crawler may connect to, by host_key, resolved before the loop
     // starts. A root's host must be here.
     std::map<std::string, std::vector<Address>> addresses;
-    std::string exclude;            // skip URLs this matches (std::regex, ECMAScript); "" for none
+    std::vector<std::string> exclude;  // skip URLs that match any of these (see matches_pattern)
     bool strict = true;             // which hosts are in scope: see Crawler::host_in_scope
     std::size_t max_redirect = 10;  // redirects followed from one URL found on a page
     std::size_t max_tries = 4;      // fetch attempts per URL when the connection fails
@@ -118,7 +130,7 @@ public:
     static constexpr std::size_t max_url_length = 8 * 1024;
 
     // Queues the roots. Throws std::invalid_argument for max_tasks or max_tries of 0, or a root
-    // whose host has no addresses; std::regex_error for a bad `exclude`.
+    // whose host has no addresses, or an `exclude` pattern that check_pattern refuses.
     // The loop, and this crawler, must outlive every task crawl() starts (the loop runs inside
     // run_until_complete, so this holds for the usual use above).
     Crawler(EventLoop& loop, CrawlerOptions options);
@@ -130,8 +142,8 @@ public:
     // done() keeps what was fetched until then.
     Coroutine<void> crawl();
 
-    // Would a link to this absolute URL be followed? Only http:// URLs, on a host in scope, that
-    // `exclude` does not match, up to max_url_length. (Whether the host has an address is not asked
+    // Would a link to this absolute URL be followed? Only http:// URLs, on a host in scope, that no
+    // `exclude` pattern matches, up to max_url_length. (Whether the host has an address is not asked
     // here: see above.)
     bool url_allowed(const std::string& url) const;
 
@@ -169,7 +181,6 @@ private:
 
     EventLoop& loop_;
     CrawlerOptions options_;
-    std::regex exclude_;
     coroutines::Queue<QueueItem> queue_;
     std::set<std::string> seen_urls_;
     std::vector<FetchStatistic> done_;

@@ -1,5 +1,5 @@
 // crawl [ROOT_URL ...] [--max-tasks 10] [--max-redirect 10] [--max-tries 4] [--max-pages N]
-//       [--exclude REGEX] [--strict|--lenient] [--timeout DURATION] [--resolve HOST:PORT:ADDR]
+//       [--exclude PATTERN] [--strict|--lenient] [--timeout DURATION] [--resolve HOST:PORT:ADDR]
 //       [--json] [--help]
 #include "06_coroutines/crawler/cli.hpp"
 #include "common/standard_streams.hpp"

@@ -19,10 +19,12 @@
 #include "tests/conformance.hpp"
 #include "tests/support/stage_support.hpp"
 
-INSTANTIATE_TEST_SUITE_P(Coroutines, Conformance,
-                         testing::Values(StageUnderTest{"06_coroutines", &sixways::coroutines::fetch_all,
-                                                        STAGE_BINARY}),
-                         StageName());
+namespace {
+const StageUnderTest coroutines{"06_coroutines", &sixways::coroutines::fetch_all, STAGE_BINARY};
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(Coroutines, ConformanceCore, testing::Values(coroutines), StageName());
+INSTANTIATE_TEST_SUITE_P(Coroutines, Conformance, testing::Values(coroutines), StageName());
 
 namespace sixways::coroutines {
 namespace {

@@ -2,6 +2,7 @@
 // exceptions through co_await, cancellation, and what happens to a task destroyed while pending.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -400,6 +401,77 @@ TEST_F(TaskTest, AResultIsCopiedForEachHolderButMovedOutOfACoroutine) {
     const int copies = Counted::copies;
     EXPECT_EQ(run_within(loop, await_counted_twice(loop)), 15);
     EXPECT_EQ(Counted::copies - copies, 2);
+}
+
+// asyncio checks "already running" before it adds its done callback: a refused call leaves the
+// running loop alone.
+Coroutine<int> refuse_a_nested_run(EventLoop& loop, bool* refused) {
+    Future<int> done(loop);
+    done.set_result(1);
+    try {
+        loop.run_until_complete(done);
+    } catch (const std::logic_error&) {
+        *refused = true;
+    }
+    co_await sleep(loop, 0ms);
+    co_await sleep(loop, 0ms);
+    co_return 7;
+}
+
+TEST_F(TaskTest, ARefusedNestedRunUntilCompleteLeavesTheRunningLoopRunning) {
+    EventLoop loop;
+    bool refused = false;
+    EXPECT_EQ(run_within(loop, refuse_a_nested_run(loop, &refused)), 7);
+    EXPECT_TRUE(refused);
+}
+
+Coroutine<int> sleep_then_return(EventLoop& loop, int value) {
+    co_await sleep(loop, 0ms);
+    co_return value;
+}
+
+// asyncio: Task.set_result raises. A task's result is what its coroutine returns, also through a
+// Future handle to it.
+TEST_F(TaskTest, ATaskCannotBeFinishedFromOutsideThroughItsFutureHandle) {
+    EventLoop loop;
+    Task<int> task = loop.create_task(sleep_then_return(loop, 5));
+    Future<int>& future = task;
+    EXPECT_THROW(future.set_result(99), InvalidStateError);
+    EXPECT_THROW(future.set_exception(std::make_exception_ptr(std::runtime_error("no"))), InvalidStateError);
+    EXPECT_FALSE(task.done());
+    EXPECT_EQ(run_within(loop, static_cast<Future<int>>(task)), 5);
+}
+
+Coroutine<bool> take_pointer(Future<std::unique_ptr<int>> future) {
+    std::unique_ptr<int> value = co_await future;
+    co_return value != nullptr && *value == 8;
+}
+
+Coroutine<int> two_takers(EventLoop& loop) {
+    Future<std::unique_ptr<int>> future(loop);
+    Task<bool> first = loop.create_task(take_pointer(future));
+    Task<bool> second = loop.create_task(take_pointer(future));
+    co_await sleep(loop, 0ms);  // both wait now
+    future.set_result(std::make_unique<int>(8));
+    int got = 0;
+    try {
+        got += co_await first ? 1 : 0;
+    } catch (const InvalidStateError&) {
+        got += 10;
+    }
+    try {
+        got += co_await second ? 1 : 0;
+    } catch (const InvalidStateError&) {
+        got += 10;
+    }
+    co_return got;
+}
+
+// A result that cannot be copied goes to the first taker; the next one is told, never handed a
+// moved-from value.
+TEST_F(TaskTest, AMoveOnlyResultGoesToItsFirstTakerAndASecondGetsInvalidStateError) {
+    EventLoop loop;
+    EXPECT_EQ(run_within(loop, two_takers(loop)), 11);
 }
 
 }  // namespace

@@ -1,14 +1,14 @@
-// 06_tiny: its fetch_all against the lab server in-process, and its binary. Tiny has no deadline,
-// so it is never sent anything that would make it wait for ever (no /fault/hang, no /fault/stall,
-// no silent peer): the conformance suite, which has those, runs against 06_coroutines instead.
+// 06_tiny: the core of the conformance suite (tests/conformance_core.cpp), then what only tiny
+// has to show: its fetch_all against the lab server in-process, and its binary. Tiny has no
+// deadline, so it is never sent anything that would make it wait for ever (no /fault/hang, no
+// /fault/stall, no silent peer): the rest of the conformance suite, which has those, runs against
+// 06_coroutines.
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,14 +18,14 @@
 #include "common/limits.hpp"
 #include "lab/labserver.hpp"
 #include "tests/child_process.hpp"
+#include "tests/conformance.hpp"
 #include "tests/support/stage_support.hpp"
 
-namespace sixways::tiny {
+namespace sixways::coroutines::tiny {
 namespace {
 
 using namespace std::chrono_literals;
 using lab::LabServer;
-using testing_support::expect_each_numbered_body;
 using testing_support::numbered_requests;
 using testing_support::on_loopback;
 using testing_support::open_descriptors;
@@ -40,76 +40,7 @@ std::vector<Result> fetch(const std::vector<Request>& requests, const Options& o
 // A URL on 127.0.0.1 where nothing listens: a SilentServer's port, closed again at once.
 std::string refused_url() { return SilentServer().url(); }
 
-// A lab body's first line echoes the request ("path=/bytes/10 id=7"); the text after it is cut
-// from one long text for /bytes/N and /chunked/N alike.
-std::string after_first_line(const std::string& body) { return body.substr(body.find('\n') + 1); }
-
 // ---- fetch_all ----
-
-TEST(TinyFetchAll, GivesEveryRequestItsOwnBodyInRequestOrder) {
-    LabServer server(on_loopback(20ms));
-    server.start();
-    const std::vector<Request> requests = numbered_requests(server, 200);
-
-    const std::vector<Result> results = fetch(requests);
-
-    ASSERT_EQ(results.size(), requests.size());
-    expect_each_numbered_body(results);
-    EXPECT_EQ(server.stats().requests, requests.size()) << "each request sent exactly once";
-}
-
-TEST(TinyFetchAll, ReceivesALargeBodyAndAChunkedOneWhole) {
-    LabServer server(on_loopback(0ms));
-    server.start();
-    const std::vector<Request> requests = {request_for(server.url("/bytes/3000000")),
-                                           request_for(server.url("/chunked/3000000"))};
-
-    const std::vector<Result> results = fetch(requests);
-
-    ASSERT_EQ(results.size(), 2u);
-    for (const Result& result : results) {
-        ASSERT_TRUE(result.ok()) << result.error_message;
-        EXPECT_EQ(result.response.status, 200);
-        EXPECT_EQ(result.response.body_bytes, 3'000'000u);
-        EXPECT_EQ(result.response.body.size(), 3'000'000u);
-    }
-    EXPECT_NE(results[1].response.header("Transfer-Encoding"), nullptr) << "not chunked after all";
-    // Decoded, the chunks are the same text as the plain body (after each one's echo line).
-    const std::string plain = after_first_line(results[0].response.body);
-    const std::string chunked = after_first_line(results[1].response.body);
-    EXPECT_TRUE(plain.compare(0, chunked.size(), chunked) == 0) << "the chunked body differs";
-}
-
-TEST(TinyFetchAll, ARefusedConnectionIsAConnectErrorAndTheOthersStillSucceed) {
-    LabServer server(on_loopback(20ms));
-    server.start();
-    std::vector<Request> requests = numbered_requests(server, 5);
-    requests[2] = request_for(refused_url());
-
-    const std::vector<Result> results = fetch(requests);
-
-    ASSERT_EQ(results.size(), 5u);
-    EXPECT_EQ(results[2].error, ErrorKind::connect);
-    EXPECT_EQ(results[2].error_message, "connect: Connection refused");
-    for (std::size_t k : {0u, 1u, 3u, 4u}) {
-        ASSERT_TRUE(results[k].ok()) << k << ": " << results[k].error_message;
-        EXPECT_NE(results[k].response.body.find("/numbered/" + std::to_string(k)), std::string::npos)
-            << results[k].response.body;
-    }
-}
-
-TEST(TinyFetchAll, TriesTheNextAddressWhenOneRefuses) {
-    LabServer server(on_loopback(0ms));
-    server.start();
-    Request request = request_for(server.url("/second"));
-    request.addresses.insert(request.addresses.begin(), request_for(refused_url()).addresses.at(0));
-
-    const std::vector<Result> results = fetch({request});
-
-    ASSERT_EQ(results.size(), 1u);
-    ASSERT_TRUE(results[0].ok()) << results[0].error_message;
-    EXPECT_NE(results[0].response.body.find("/second"), std::string::npos);
-}
 
 TEST(TinyFetchAll, SendsARequestLargerThanTheSocketBuffersInPieces) {
     // A 16 MB path, and a peer that reads nothing for a moment: more than the socket buffers hold
@@ -144,13 +75,6 @@ TEST(TinyFetchAll, SendsARequestLargerThanTheSocketBuffersInPieces) {
     ASSERT_TRUE(results[0].ok()) << results[0].error_message;
     EXPECT_EQ(results[0].response.body, "ok");
     EXPECT_GT(received, std::size_t{16} << 20) << "the whole request, in pieces";
-}
-
-TEST(TinyFetchAll, NoRequestsGiveNoResultsAndNoConnection) {
-    LabServer server(on_loopback(0ms));
-    server.start();
-    EXPECT_TRUE(fetch({}).empty());
-    EXPECT_EQ(server.stats().accepted, 0u);
 }
 
 TEST(TinyFetchAll, TellsOnResultOnceForEachRequestWithItsResult) {
@@ -223,43 +147,6 @@ conformance::ChildOutput run_tiny(const std::vector<std::string>& args) {
     return conformance::run_program(STAGE_BINARY, args, 20s);
 }
 
-TEST(TinyBinary, PrintsTheOneLineReportOfEveryStage) {
-    LabServer server(on_loopback(0ms));
-    server.start();
-    const auto output = run_tiny({"5", "--url", server.url("/")});
-    EXPECT_EQ(output.exit_status, 0) << output.err;
-    const std::string start = "06_tiny: 5 requests to " + server.url("/") + " in ";
-    EXPECT_EQ(output.out.rfind(start, 0), 0u) << output.out;
-    EXPECT_NE(output.out.find(" 5 ok, 0 failed, "), std::string::npos) << output.out;
-    EXPECT_NE(output.out.find(", latency p50 "), std::string::npos) << output.out;
-    EXPECT_EQ(output.out.find('\n'), output.out.size() - 1) << "exactly one line: " << output.out;
-    EXPECT_EQ(server.stats().requests, 5u);
-}
-
-TEST(TinyBinary, JsonAndTraceWork) {
-    LabServer server(on_loopback(0ms));
-    server.start();
-    const std::string trace = ::testing::TempDir() + "tiny_trace.json";
-    const auto output = run_tiny({"3", "--url", server.url("/"), "--json", "--trace", trace});
-    EXPECT_EQ(output.exit_status, 0) << output.err;
-    const Json report = parse_json(output.out);
-    EXPECT_EQ(report.at("stage").string, "06_tiny");
-    EXPECT_EQ(report.at("ok").number, 3);
-    std::ifstream file(trace);
-    std::stringstream text;
-    text << file.rdbuf();
-    EXPECT_NO_THROW(parse_json(text.str())) << text.str();
-    EXPECT_NE(text.str().find("connect"), std::string::npos) << text.str();
-    std::remove(trace.c_str());
-}
-
-TEST(TinyBinary, CountsRefusedConnectionsAndExitsOne) {
-    const auto output = run_tiny({"3", "--url", refused_url()});
-    EXPECT_EQ(output.exit_status, 1) << output.err;
-    EXPECT_NE(output.out.find(" 0 ok, 3 failed, "), std::string::npos) << output.out;
-    EXPECT_NE(output.err.find("3 x connect: Connection refused"), std::string::npos) << output.err;
-}
-
 TEST(TinyBinary, RefusesTimeoutAndConcurrencyAsBadUsageWithoutSendingAnything) {
     LabServer server(on_loopback(0ms));
     server.start();
@@ -277,24 +164,6 @@ TEST(TinyBinary, RefusesTimeoutAndConcurrencyAsBadUsageWithoutSendingAnything) {
                                                                        << output.err;
     }
     EXPECT_EQ(server.stats().accepted, 0u) << "bad usage made a connection";
-}
-
-// Started with stdout closed, the trace file would have become stdout, and the report would have
-// gone into its JSON (common/standard_streams.hpp).
-TEST(TinyBinary, KeepsTheTraceFileJsonWithStdoutClosed) {
-    LabServer server(on_loopback(0ms));
-    server.start();
-    const std::string trace = ::testing::TempDir() + "tiny_stdout_closed.json";
-    conformance::ChildStreams streams;
-    streams.close_stdout = true;
-    const auto output = conformance::run_program(
-        STAGE_BINARY, {"3", "--url", server.url("/"), "--trace", trace}, 20s, streams);
-    EXPECT_EQ(output.exit_status, 0) << output.err;
-    std::ifstream file(trace);
-    std::stringstream text;
-    text << file.rdbuf();
-    EXPECT_NO_THROW(parse_json(text.str())) << text.str();
-    std::remove(trace.c_str());
 }
 
 // Tiny has no limit on the requests in flight, on purpose (06_coroutines has one), so the command
@@ -321,7 +190,7 @@ TEST(TinyBinary, KeepsNoLimitUnderALowDescriptorLimit) {
 
 // Capped at a small address space, tiny still ends with its report: every request either got its
 // response or failed with `limit`, "out of memory" (it leaves running out of memory to the command
-// line; 06_coroutines keeps the other requests going). No abort, no internal error.
+// line). No abort, no internal error.
 TEST(TinyBinary, ReportsEveryRequestWhenAddressSpaceIsScarce) {
 #ifdef SIXWAYS_SANITIZE_SHADOW_MEMORY
     GTEST_SKIP() << "a sanitizer's shadow memory does not fit under a cap on address space";
@@ -356,22 +225,6 @@ TEST(TinyBinary, ReportsEveryRequestWhenAddressSpaceIsScarce) {
     }
 }
 
-// On a terminal, a progress line whose clock moves on before the first request finishes; with
-// --json, none.
-TEST(TinyBinary, ShowsProgressOnATerminalButNotWithJson) {
-    LabServer server(on_loopback(1s));
-    server.start();
-    conformance::ChildStreams terminal;
-    terminal.stderr_on_terminal = true;
-    const auto shown = conformance::run_program(STAGE_BINARY, {"2", "--url", server.url("/")}, 30s, terminal);
-    EXPECT_EQ(shown.exit_status, 0) << shown.err;
-    EXPECT_NE(shown.err.find("06_tiny: 0/2 done, 0 failed, 0."), std::string::npos) << shown.err;
-    const auto json = conformance::run_program(STAGE_BINARY, {"2", "--url", server.url("/"), "--json"}, 30s,
-                                               terminal);
-    EXPECT_EQ(json.exit_status, 0) << json.err;
-    EXPECT_EQ(json.err, "");
-}
-
 TEST(TinyBinary, HelpLeavesOutWhatItDoesNotOffer) {
     const auto output = run_tiny({"--help"});
     EXPECT_EQ(output.exit_status, 0) << output.err;
@@ -382,4 +235,8 @@ TEST(TinyBinary, HelpLeavesOutWhatItDoesNotOffer) {
 }
 
 }  // namespace
-}  // namespace sixways::tiny
+}  // namespace sixways::coroutines::tiny
+
+INSTANTIATE_TEST_SUITE_P(Tiny, ConformanceCore,
+                         testing::Values(StageUnderTest{"06_tiny", &sixways::coroutines::tiny::fetch_all, STAGE_BINARY}),
+                         StageName());

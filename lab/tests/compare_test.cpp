@@ -614,35 +614,38 @@ TEST(CompareBinary, RunsTwoStagesAndWritesTheTableCsvAndPlot) {
     std::filesystem::remove_all(out);
 }
 
-// 06_tiny is measured only when named in full ("06" is 06_coroutines), and skipped, with the reason,
-// under --concurrency, which it does not have.
-TEST(CompareBinary, Runs06TinyOnlyWhenNamedAndNotWithAConcurrency) {
+// A tiny version is measured only when named in full ("06" is 06_coroutines, "04" 04_callbacks), and
+// skipped, with the reason, under --concurrency, which it does not have.
+TEST(CompareBinary, RunsATinyVersionOnlyWhenNamedInFullAndNotWithAConcurrency) {
     const std::filesystem::path bin = std::filesystem::path(COMPARE_BINARY).parent_path();
-    if (!std::filesystem::exists(bin / "06_tiny") || !std::filesystem::exists(bin / "06_coroutines")) {
-        GTEST_SKIP() << "06_tiny and 06_coroutines are not built next to compare";
+    for (const char* program : {"04_tiny", "06_tiny", "04_callbacks", "06_coroutines"}) {
+        if (!std::filesystem::exists(bin / program)) GTEST_SKIP() << program << " is not built next to compare";
     }
     const std::filesystem::path out = std::filesystem::path(::testing::TempDir()) /
                                       ("compare_tiny_" + std::to_string(getpid()));
     std::filesystem::remove_all(out);
-    ChildOutcome run = run_to_end({COMPARE_BINARY, "3", "--stages", "06,06_tiny", "--delay", "0",
+    ChildOutcome run = run_to_end({COMPARE_BINARY, "3", "--stages", "04_tiny,06,06_tiny", "--delay", "0",
                                    "--out", out.string()},
                                   seconds(120), -1);
     EXPECT_EQ(run.exit_code, 0) << run.err;
     EXPECT_THAT(run.out, HasSubstr("| 06_coroutines | 3 |"));
     EXPECT_THAT(run.out, HasSubstr("| 06_tiny | 3 |"));
+    EXPECT_THAT(run.out, HasSubstr("| 04_tiny | 3 |"));
+    EXPECT_THAT(run.out, ::testing::Not(HasSubstr("| 04_callbacks |")));
 
-    run = run_to_end({COMPARE_BINARY, "3", "--stages", "06", "--delay", "0", "--out", out.string()},
+    run = run_to_end({COMPARE_BINARY, "3", "--stages", "04,06", "--delay", "0", "--out", out.string()},
                      seconds(120), -1);
     EXPECT_EQ(run.exit_code, 0) << run.err;
-    EXPECT_THAT(run.out, ::testing::Not(HasSubstr("06_tiny")));
+    EXPECT_THAT(run.out, ::testing::Not(HasSubstr("_tiny")));
 
-    run = run_to_end({COMPARE_BINARY, "3", "--stages", "06,06_tiny", "--delay", "0", "--concurrency",
+    run = run_to_end({COMPARE_BINARY, "3", "--stages", "06,06_tiny,04_tiny", "--delay", "0", "--concurrency",
                       "2", "--out", out.string()},
                      seconds(120), -1);
     EXPECT_EQ(run.exit_code, 0) << run.err;
     EXPECT_THAT(run.out, HasSubstr("| 06_coroutines | 3 |"));
-    EXPECT_THAT(run.out, ::testing::Not(HasSubstr("| 06_tiny |")));
+    EXPECT_THAT(run.out, ::testing::Not(HasSubstr("_tiny |")));
     EXPECT_THAT(run.err, HasSubstr("06_tiny: skipped, it has no --concurrency"));
+    EXPECT_THAT(run.err, HasSubstr("04_tiny: skipped, it has no --concurrency"));
     std::filesystem::remove_all(out);
 }
 
@@ -737,6 +740,56 @@ TEST(CompareBinary, RunsAStageWithTheConcurrencyGiven) {
     EXPECT_THAT(header, ::testing::EndsWith(",note,concurrency,server"));
     EXPECT_THAT(row, StartsWith("04_callbacks,6,1,"));
     EXPECT_THAT(row, ::testing::EndsWith(",0,,2,lab"));
+    std::filesystem::remove_all(out);
+}
+
+// The tiny versions of stages 01 to 03 are measured only when named in full ("01" is 01_blocking):
+// 01_tiny one request at a time, as 01_blocking is, the other two all at once; and none under
+// --concurrency, which they do not have.
+TEST(CompareBinary, RunsTheTinyVersionsOf01To03OnlyWhenNamedInFull) {
+    const std::filesystem::path bin = std::filesystem::path(COMPARE_BINARY).parent_path();
+    for (const char* program : {"01_tiny", "02_tiny", "03_tiny", "01_blocking", "02_threads", "03_nonblocking"}) {
+        if (!std::filesystem::exists(bin / program)) GTEST_SKIP() << program << " is not built next to compare";
+    }
+    const std::filesystem::path out = std::filesystem::path(::testing::TempDir()) /
+                                      ("compare_tiny_01_03_" + std::to_string(getpid()));
+    std::filesystem::remove_all(out);
+    ChildOutcome run = run_to_end({COMPARE_BINARY, "3", "--stages", "01_tiny,02_tiny,03_tiny", "--delay",
+                                   "0", "--out", out.string()},
+                                  seconds(120), -1);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr("| 01_tiny | 3 |"));
+    EXPECT_THAT(run.out, HasSubstr("| 02_tiny | 3 |"));
+    EXPECT_THAT(run.out, HasSubstr("| 03_tiny | 3 |"));
+    EXPECT_THAT(run.out, ::testing::Not(HasSubstr("| 01_blocking |")));
+    std::ifstream csv(out / "results.csv");
+    std::string header, first, second, third;
+    std::getline(csv, header);
+    std::getline(csv, first);
+    std::getline(csv, second);
+    std::getline(csv, third);
+    EXPECT_THAT(first, StartsWith("01_tiny,3,1,"));
+    EXPECT_THAT(first, ::testing::EndsWith(",0,,1,lab")) << "one at a time";
+    EXPECT_THAT(second, StartsWith("02_tiny,3,1,"));
+    EXPECT_THAT(second, ::testing::EndsWith(",0,,3,lab")) << "all at once";
+    EXPECT_THAT(third, StartsWith("03_tiny,3,1,"));
+    EXPECT_THAT(third, ::testing::EndsWith(",0,,3,lab")) << "all at once";
+
+    run = run_to_end({COMPARE_BINARY, "3", "--stages", "01,02,03", "--delay", "0", "--out", out.string()},
+                     seconds(120), -1);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr("| 03_nonblocking | 3 |"));
+    EXPECT_THAT(run.out, ::testing::Not(HasSubstr("_tiny")));
+
+    run = run_to_end({COMPARE_BINARY, "3", "--stages", "01,01_tiny,02_tiny,03_tiny", "--delay", "0",
+                      "--concurrency", "2", "--out", out.string()},
+                     seconds(120), -1);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr("| 01_blocking | 3 |"));
+    EXPECT_THAT(run.out, ::testing::Not(HasSubstr("_tiny |")));
+    for (const char* tiny : {"01_tiny", "02_tiny", "03_tiny"}) {
+        EXPECT_THAT(run.err, HasSubstr(std::string(tiny) + ": skipped, it has no --concurrency"));
+    }
     std::filesystem::remove_all(out);
 }
 

@@ -137,12 +137,16 @@ TEST(LabServerProgram, PrintsWhereItListensFirstAndExitsCleanlyOnSigterm) {
     ASSERT_NE(port, 0) << line;
     EXPECT_EQ(line, "listening on http://127.0.0.1:" + std::to_string(port) + "/ (delay 50 ms)");
     EXPECT_EQ(test::fetch(port, "/", "GET", "127.0.0.1").status, 200);
-    EXPECT_EQ(test::fetch(port, "/", "GET", "::1").status, 200);
+    // By default it listens on ::1 too, where the machine has it (a container may not).
+    if (test::has_ipv6_loopback()) {
+        EXPECT_EQ(test::fetch(port, "/", "GET", "::1").status, 200);
+    }
     kill(child.pid(), SIGTERM);
     EXPECT_EQ(child.wait_for_exit(), 0);
 }
 
 TEST(LabServerProgram, ExitsCleanlyOnCtrlC) {
+    if (!test::has_ipv6_loopback()) GTEST_SKIP() << "no IPv6 loopback here";
     Child child({"--port", "0", "--host", "::1"});
     const std::string line = child.first_line();
     const std::uint16_t port = port_from(line);

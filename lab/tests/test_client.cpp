@@ -273,4 +273,16 @@ Reply fetch(std::uint16_t port, std::string_view target, std::string_view method
     }
 }
 
+bool has_ipv6_loopback() {
+    const int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;  // a kernel without IPv6
+    sockaddr_in6 address{};
+    address.sin6_family = AF_INET6;
+    address.sin6_addr = in6addr_loopback;
+    address.sin6_port = 0;  // any free port: only whether ::1 exists matters
+    const bool bound = bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+    ::close(fd);
+    return bound;
+}
+
 }  // namespace sixways::lab::test

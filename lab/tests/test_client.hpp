@@ -78,6 +78,10 @@ Reply parse_reply(std::string_view bytes, bool head_request = false);
 Reply fetch(std::uint16_t port, std::string_view target, std::string_view method = "GET",
             const std::string& host = "127.0.0.1");
 
+// Whether this machine has an IPv6 loopback, ::1, to listen on. A container on Docker's default
+// network has none, and the tests that need it skip there.
+bool has_ipv6_loopback();
+
 // The body of /bytes/N (and /chunked/N): the echo line "path=TARGET id=ID\n", then 64-byte lines
 // of filler text, cut at exactly n bytes.
 std::string expected_body(std::string_view target, std::uint64_t id, std::size_t n);

@@ -41,14 +41,15 @@ TEST(CrawlCli, WithoutArgumentsCrawlsTheLabSiteWithThe500LinesDefaults) {
 
 TEST(CrawlCli, ReadsEveryOptionInBothSpellings) {
     const CrawlCli cli = parse_crawl_cli({"http://a.test/", "--max-tasks", "3", "--max-redirect=0", "--max-tries", "1",
-                                          "--exclude", "\\.pdf$", "--lenient", "--timeout=250ms", "--resolve",
-                                          "a.test:80:127.0.0.1", "http://b.test:81/x", "--json", "--max-pages=500"});
+                                          "--exclude", "*.pdf", "--lenient", "--timeout=250ms", "--resolve",
+                                          "a.test:80:127.0.0.1", "http://b.test:81/x", "--json", "--max-pages=500",
+                                          "--exclude=http://a.test/private/*"});
     ASSERT_EQ(cli.roots.size(), 2u);
     EXPECT_EQ(cli.roots[1].to_string(), "http://b.test:81/x");
     EXPECT_EQ(cli.max_tasks, 3u);
     EXPECT_EQ(cli.max_redirect, 0u);
     EXPECT_EQ(cli.max_tries, 1u);
-    EXPECT_EQ(cli.exclude, "\\.pdf$");
+    EXPECT_EQ(cli.exclude, (std::vector<std::string>{"*.pdf", "http://a.test/private/*"}));
     EXPECT_FALSE(cli.strict);
     EXPECT_EQ(cli.timeout, std::chrono::milliseconds(250));
     ASSERT_EQ(cli.resolved.count("a.test:80"), 1u);
@@ -60,7 +61,8 @@ TEST(CrawlCli, RejectsBadUsageWithAMessage) {
     const std::vector<std::vector<std::string>> bad = {
         {"--max-tasks", "0"},          {"--max-tasks", "many"},    {"--max-tasks=-1"},
         {"--max-tasks"},               {"--max-tries", "0"},       {"--max-redirect", "-1"},
-        {"--exclude", "("},            {"--timeout", "0"},         {"--timeout", "soon"},
+        {"--exclude", "("},            {"--exclude", "\\.pdf$"},  {"--exclude", "skip"},
+        {"--exclude", ""},             {"--timeout", "0"},         {"--timeout", "soon"},
         {"--resolve", "a.test"},       {"--resolve", "a.test:80"}, {"--resolve", "a.test:80:not-an-ip"},
         {"--resolve", "a.test:x:127.0.0.1"}, {"--resolve", "a.test:80:::1"},
         {"--strict", "--lenient"},     {"--json=yes"},             {"--bogus"},
@@ -353,6 +355,22 @@ TEST(CrawlBinary, StopsAnEndlessSiteAtMaxPagesAndSaysSo) {
     EXPECT_EQ(parse_json(json.out).at("urls").number, 7);
     EXPECT_EQ(parse_json(json.out).at("over_page_limit").number, 1);
     EXPECT_EQ(site.total_requests(), 12u);
+}
+
+// An exclude pattern is matched against every link found, up to the longest one followed
+// (Crawler::max_url_length). When --exclude took a std::regex, ([a-z]|[0-9]|-|_|\.)*\.(zip|pdf)$
+// ran out of stack on this link (SIGSEGV, even at -O2); a pattern is matched without recursion.
+TEST(CrawlBinary, MatchesItsExcludeAgainstTheLongestLinkItFollows) {
+    testing::TestSite site;
+    const std::string longest = "/" + std::string(Crawler::max_url_length - site.url("/").size(), 'a');
+    site.add_page("/", {longest, "/paper.pdf", "/data.zip"});
+    site.add_page(longest, {});
+    const BinaryRun run = run_crawl_binary({site.url("/"), "--exclude", "*.zip", "--exclude", "*.pdf"});
+    EXPECT_EQ(run.exit_status, 0) << run.err;
+    EXPECT_EQ(site.url(longest).size(), Crawler::max_url_length);
+    EXPECT_EQ(site.requests_for(longest), 1u);
+    EXPECT_EQ(site.requests_for("/paper.pdf"), 0u);
+    EXPECT_EQ(site.requests_for("/data.zip"), 0u);
 }
 
 TEST(CrawlBinary, ExitsTwoOnBadUsage) {

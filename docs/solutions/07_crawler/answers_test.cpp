@@ -253,6 +253,22 @@ TEST(Copy, KeepsTheOriginalsPageLimitBesideTheDepthLimit) {
     }
 }
 
+// The copy matches its exclude patterns as the original does, without recursion: as a std::regex,
+// ([a-z]|[0-9]|-|_|\.)*\.(zip|pdf)$ ran out of stack on a link of the longest length followed.
+TEST(Copy, MatchesItsExcludeAgainstTheLongestLinkItFollows) {
+    TestSite site;
+    const std::string longest = "/" + std::string(answers::Crawler::max_url_length - site.url("/").size(), 'a');
+    site.add_page("/", {longest, "/paper.pdf", "/data.zip"});
+    site.add_page(longest, {});
+    Crawl crawl(site);
+    crawl.options.exclude = {"*.zip", "*.pdf"};
+    crawl.run();
+    EXPECT_EQ(site.url(longest).size(), answers::Crawler::max_url_length);
+    EXPECT_EQ(site.requests_for(longest), 1u);
+    EXPECT_EQ(site.requests_for("/paper.pdf"), 0u);
+    EXPECT_EQ(site.requests_for("/data.zip"), 0u);
+}
+
 TEST(Copy, WithNeitherLimitItStillFindsTheLabSitesThirtyTwoUrlsEachOnce) {
     lab::LabServerOptions server_options;
     server_options.hosts = {"127.0.0.1"};

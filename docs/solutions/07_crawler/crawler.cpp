@@ -92,7 +92,7 @@ Crawler::Crawler(EventLoop& loop, CrawlerOptions options)
     : loop_(loop), options_(std::move(options)), queue_(loop) {
     if (options_.max_tasks == 0) throw std::invalid_argument("max_tasks must be at least 1");
     if (options_.max_tries == 0) throw std::invalid_argument("max_tries must be at least 1");
-    if (!options_.exclude.empty()) exclude_ = std::regex(options_.exclude);  // std::regex_error if bad
+    for (const std::string& pattern : options_.exclude) check_pattern(pattern);
     for (Url& root : options_.roots) {
         root.host = lowercase(root.host);
         if (!options_.addresses.contains(host_key(root))) {
@@ -344,10 +344,11 @@ bool Crawler::url_allowed(const std::string& url) const {
 bool Crawler::allowed(const Url& url) const {
     const std::string text = url.to_string();
     // Servers refuse longer request lines anyway (414 URI Too Long: nginx and Apache stop at about
-    // 8 KiB), and std::regex, which recurses per character, must not see a URL of a megabyte.
+    // 8 KiB).
     if (text.size() > max_url_length) return false;
     if (!host_in_scope(url)) return false;
-    return options_.exclude.empty() || !std::regex_search(text, exclude_);
+    return std::none_of(options_.exclude.begin(), options_.exclude.end(),
+                        [&text](const std::string& pattern) { return matches_pattern(pattern, text); });
 }
 
 // The scope: which hosts the crawl stays on. Always the port of a root and, for the host:

@@ -7,22 +7,23 @@
 //   - exercise 5, at most max_per_host fetches at once to one host: a Semaphore per host, held for
 //     one try of one fetch.
 //
-// Everything else is the crawler as it is at commit 81b7437 (with its page limit, max_pages). Each
-// change is marked "Exercise 3" or "Exercise 5"; `diff -u 06_coroutines/crawler/crawler.cpp
-// docs/solutions/07_crawler/crawler.cpp` shows them (and any later change to the crawler itself).
+// Everything else is the crawler as it is at commit 81b7437 (with its page limit, max_pages), but
+// for the exclude patterns, which both match with the original's matches_pattern and check_pattern,
+// shared rather than copied. Each change is marked "Exercise 3" or "Exercise 5"; `diff -u
+// 06_coroutines/crawler/crawler.cpp docs/solutions/07_crawler/crawler.cpp` shows them (and any
+// later change to the crawler itself).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "06_coroutines/crawler/crawler.hpp"  // Redirect, to_string(Redirect), host_key
+#include "06_coroutines/crawler/crawler.hpp"  // Redirect, to_string(Redirect), host_key, the patterns
 #include "06_coroutines/event_loop.hpp"
 #include "06_coroutines/fetch.hpp"
 #include "06_coroutines/optional/semaphore.hpp"
@@ -38,7 +39,9 @@ namespace sixways::crawler::answers {
 using coroutines::Coroutine;
 using coroutines::EventLoop;
 using coroutines::Task;
+using crawler::check_pattern;
 using crawler::host_key;
+using crawler::matches_pattern;
 using crawler::Redirect;
 
 // What fetching one URL came to: 500 Lines' FetchStatistic, one per URL in done().
@@ -67,7 +70,7 @@ struct CrawlerOptions {
     // Addresses of every host the crawler may connect to, by host_key, resolved before the loop
     // starts. A root's host must be here.
     std::map<std::string, std::vector<Address>> addresses;
-    std::string exclude;            // skip URLs this matches (std::regex, ECMAScript); "" for none
+    std::vector<std::string> exclude;  // skip URLs that match any of these (see matches_pattern)
     bool strict = true;             // which hosts are in scope: see Crawler::host_in_scope
     std::size_t max_redirect = 10;  // redirects followed from one URL found on a page
     std::size_t max_tries = 4;      // fetch attempts per URL when the connection fails
@@ -96,7 +99,7 @@ public:
     static constexpr std::size_t max_url_length = 8 * 1024;
 
     // Queues the roots. Throws std::invalid_argument for max_tasks or max_tries of 0, or a root
-    // whose host has no addresses; std::regex_error for a bad `exclude`.
+    // whose host has no addresses, or an `exclude` pattern that check_pattern refuses.
     // The loop, and this crawler, must outlive every task crawl() starts (the loop runs inside
     // run_until_complete, so this holds for the usual use above).
     Crawler(EventLoop& loop, CrawlerOptions options);
@@ -108,8 +111,8 @@ public:
     // done() keeps what was fetched until then.
     Coroutine<void> crawl();
 
-    // Would a link to this absolute URL be followed? Only http:// URLs, on a host in scope, that
-    // `exclude` does not match, up to max_url_length. (Whether the host has an address is not asked
+    // Would a link to this absolute URL be followed? Only http:// URLs, on a host in scope, that no
+    // `exclude` pattern matches, up to max_url_length. (Whether the host has an address is not asked
     // here: see above.)
     bool url_allowed(const std::string& url) const;
 
@@ -151,7 +154,6 @@ private:
 
     EventLoop& loop_;
     CrawlerOptions options_;
-    std::regex exclude_;
     coroutines::Queue<QueueItem> queue_;
     std::set<std::string> seen_urls_;
     std::vector<FetchStatistic> done_;
