@@ -21,11 +21,11 @@ counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=(10 100 1000)
 
 # What compare runs (it finds them next to itself, in build/bin/), and compare itself; and the tiny
-# versions, which the chapters run by hand first. The tests, benchmarks and solutions are left for
+# versions and the naive fetch of chapter 01, which the chapters run by hand first. The tests, benchmarks and solutions are left for
 # `cmake --workflow --preset test`.
 targets=(labserver compare yardstick
          01_blocking 02_threads 03_nonblocking 04_callbacks 05_generators 06_coroutines
-         01_tiny 02_tiny 03_tiny 04_tiny 05_tiny 06_tiny)
+         01_tiny 02_tiny 03_tiny 04_tiny 05_tiny 06_tiny solution_01_naive)
 log=$PWD/build/quickstart.log
 mkdir -p build
 
