@@ -9,10 +9,13 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/json_reader.hpp"
 #include "lab/labserver.hpp"
 #include "tests/conformance.hpp"
 #include "tests/conformance_support.hpp"
@@ -21,6 +24,7 @@
 using namespace std::chrono_literals;
 using sixways::Clock;
 using sixways::ErrorKind;
+using sixways::Json;
 using sixways::Options;
 using sixways::Request;
 using sixways::Result;
@@ -47,6 +51,19 @@ std::string refused_url() { return SilentServer().url(); }
 sixways::conformance::ChildOutput run_tiny(const StageUnderTest& stage,
                                           const std::vector<std::string>& args) {
     return sixways::conformance::run_program(stage.binary, args, 20s);
+}
+
+// How many spans of a --trace file there are of each phase ("connect", "send", "wait",
+// "receive"), and of whole requests ("request").
+std::map<std::string, int> spans_in_trace(const std::string& path) {
+    const Json trace = sixways::parse_json(sixways::conformance::contents_of(path));
+    std::map<std::string, int> count;
+    for (const Json& event : trace.at("traceEvents").items) {
+        const Json* category = event.find("cat");
+        if (category == nullptr || category->string == "resolve") continue;
+        ++count[category->string == "phase" ? event.at("name").string : category->string];
+    }
+    return count;
 }
 
 }  // namespace
@@ -163,6 +180,29 @@ TEST_P(ConformanceTiny, SendsARequestLargerThanTheSocketBuffersInPieces) {
 }
 
 // ---- the binary ----
+
+TEST_P(ConformanceTiny, ReportsLatencyAndTracesEveryPhaseOfEveryRequest) {
+    const StageUnderTest& stage = GetParam();
+    LabServer server(on_loopback(200ms));  // long enough for three requests at once to overlap
+    server.start();
+    const std::string trace = ::testing::TempDir() + stage.name + "_trace.json";
+    const auto output = run_tiny(stage, {"3", "--url", server.url("/"), "--json", "--trace", trace});
+    EXPECT_EQ(output.exit_status, 0) << output.err;
+    const Json report = sixways::parse_json(output.out);
+    EXPECT_EQ(report.at("stage").string, stage.name);
+    EXPECT_EQ(report.at("ok").number, 3);
+    EXPECT_GE(report.at("latency_ms").at("p50").number, 200) << "the server's delay at least";
+    if (stage.one_at_a_time) {
+        EXPECT_EQ(report.at("concurrency").number, 1) << "one request after another";
+    } else {
+        EXPECT_GT(report.at("concurrency").number, 1) << "not one after another";
+    }
+    const std::map<std::string, int> spans = spans_in_trace(trace);
+    for (const char* name : {"request", "connect", "send", "wait", "receive"}) {
+        EXPECT_EQ(spans.count(name) ? spans.at(name) : 0, 3) << name;
+    }
+    std::remove(trace.c_str());
+}
 
 TEST_P(ConformanceTiny, RefusesTimeoutConcurrencyAndUnknownOptionsAsBadUsageWithoutConnecting) {
     const StageUnderTest& stage = GetParam();

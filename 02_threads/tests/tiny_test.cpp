@@ -6,12 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
-#include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,44 +64,6 @@ TEST(ThreadsTinyFetchAll, RunsEveryRequestOnAThreadOfItsOwnAllAtOnce) {
 }
 
 // ---- the binary ----
-
-conformance::ChildOutput run_tiny(const std::vector<std::string>& args) {
-    return conformance::run_program(STAGE_BINARY, args, 20s);
-}
-
-// How many spans of a --trace file there are of each phase ("connect", "send", "wait",
-// "receive"), and of whole requests ("request").
-std::map<std::string, int> spans_in_trace(const std::string& path) {
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    const Json trace = parse_json(text.str());
-    std::map<std::string, int> count;
-    for (const Json& event : trace.at("traceEvents").items) {
-        const Json* category = event.find("cat");
-        if (category == nullptr || category->string == "resolve") continue;
-        ++count[category->string == "phase" ? event.at("name").string : category->string];
-    }
-    return count;
-}
-
-TEST(ThreadsTinyBinary, ReportsLatencyAndTracesEveryPhaseOfEveryRequest) {
-    LabServer server(on_loopback(200ms));  // long enough for the three threads to overlap
-    server.start();
-    const std::string trace = ::testing::TempDir() + "02_tiny_trace.json";
-    const auto output = run_tiny({"3", "--url", server.url("/"), "--json", "--trace", trace});
-    EXPECT_EQ(output.exit_status, 0) << output.err;
-    const Json report = parse_json(output.out);
-    EXPECT_EQ(report.at("stage").string, "02_tiny");
-    EXPECT_EQ(report.at("ok").number, 3);
-    EXPECT_GE(report.at("latency_ms").at("p50").number, 200) << "the server's delay at least";
-    EXPECT_GT(report.at("concurrency").number, 1) << "not one after another";
-    const std::map<std::string, int> spans = spans_in_trace(trace);
-    for (const char* name : {"request", "connect", "send", "wait", "receive"}) {
-        EXPECT_EQ(spans.count(name) ? spans.at(name) : 0, 3) << name;
-    }
-    std::remove(trace.c_str());
-}
 
 // The system's limit on threads is hard to reach on purpose in-process, so this runs the binary as
 // a user id that owns no other process, allowed only a handful of processes and threads

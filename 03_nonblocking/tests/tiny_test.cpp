@@ -7,21 +7,15 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <fstream>
-#include <map>
 #include <memory>
 #include <stdexcept>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "03_nonblocking/tiny.hpp"
 #include "common/descriptor.hpp"
-#include "common/json_reader.hpp"
 #include "lab/labserver.hpp"
-#include "tests/child_process.hpp"
 #include "tests/conformance.hpp"
 #include "tests/support/stage_support.hpp"
 
@@ -41,8 +35,6 @@ std::vector<Result> fetch(const std::vector<Request>& requests, const Options& o
     const testing_support::Watchdog watchdog("03_tiny's fetch_all", 60s);
     return fetch_all(requests, options);
 }
-
-// ---- fetch_all ----
 
 TEST(NonblockingTinyFetchAll, RunsEveryRequestAtOnceOnTheCallingThread) {
     LabServer server(on_loopback(100ms));
@@ -111,46 +103,6 @@ TEST(NonblockingTinyFetchAll, SendsTheNextRequestWhileTheFirstWaitsForItsAnswer)
         ASSERT_TRUE(result.ok()) << result.error_message;
         EXPECT_EQ(result.response.body, "ok");
     }
-}
-
-// ---- the binary ----
-
-conformance::ChildOutput run_tiny(const std::vector<std::string>& args) {
-    return conformance::run_program(STAGE_BINARY, args, 20s);
-}
-
-// How many spans of a --trace file there are of each phase ("connect", "send", "wait",
-// "receive"), and of whole requests ("request").
-std::map<std::string, int> spans_in_trace(const std::string& path) {
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    const Json trace = parse_json(text.str());
-    std::map<std::string, int> count;
-    for (const Json& event : trace.at("traceEvents").items) {
-        const Json* category = event.find("cat");
-        if (category == nullptr || category->string == "resolve") continue;
-        ++count[category->string == "phase" ? event.at("name").string : category->string];
-    }
-    return count;
-}
-
-TEST(NonblockingTinyBinary, ReportsLatencyAndTracesEveryPhaseOfEveryRequest) {
-    LabServer server(on_loopback(100ms));
-    server.start();
-    const std::string trace = ::testing::TempDir() + "03_tiny_trace.json";
-    const auto output = run_tiny({"3", "--url", server.url("/"), "--json", "--trace", trace});
-    EXPECT_EQ(output.exit_status, 0) << output.err;
-    const Json report = parse_json(output.out);
-    EXPECT_EQ(report.at("stage").string, "03_tiny");
-    EXPECT_EQ(report.at("ok").number, 3);
-    EXPECT_GE(report.at("latency_ms").at("p50").number, 100) << "the server's delay at least";
-    EXPECT_GT(report.at("concurrency").number, 1) << "not one after another";
-    const std::map<std::string, int> spans = spans_in_trace(trace);
-    for (const char* name : {"request", "connect", "send", "wait", "receive"}) {
-        EXPECT_EQ(spans.count(name) ? spans.at(name) : 0, 3) << name;
-    }
-    std::remove(trace.c_str());
 }
 
 }  // namespace
