@@ -45,8 +45,8 @@ struct StageUnderTest {
     std::string binary;         // path of the stage's executable, for the command-line cases;
                                 // empty skips them
     bool one_at_a_time = false;  // its command line sends one request at a time (01_blocking)
-    std::string full_stage;      // a tiny version's full stage ("04_callbacks"), which its
-                                 // bad-usage message points to; empty for a full stage
+    std::string full_stage = {};  // a tiny version's full stage ("04_callbacks"), which its
+                                  // bad-usage message points to; empty for a full stage
 };
 
 // What GoogleTest prints for a parameter ("GetParam() = 01_blocking").
