@@ -19,9 +19,17 @@
 //     INSTANTIATE_TEST_SUITE_P(Blocking, ConformanceCore, testing::Values(blocking), StageName());
 //     INSTANTIATE_TEST_SUITE_P(Blocking, Conformance, testing::Values(blocking), StageName());
 //
-// A tiny version links sixways_conformance_core and joins ConformanceCore only. The tests are then
-// named "Blocking/Conformance.TreatsErrorStatusesAsResponses/01_blocking" (without `StageName()`,
-// they end in "/0").
+// A tiny version links sixways_conformance_core and sixways_conformance_tiny, and joins
+// ConformanceCore and ConformanceTiny (tests/conformance_tiny.cpp: the cases every tiny version
+// passes and that only a tiny version is asked, such as refusing --timeout):
+//
+//     const StageUnderTest tiny{"01_tiny", &sixways::blocking::tiny::fetch_all, STAGE_BINARY, false,
+//                               "01_blocking"};
+//     INSTANTIATE_TEST_SUITE_P(BlockingTiny, ConformanceCore, testing::Values(tiny), StageName());
+//     INSTANTIATE_TEST_SUITE_P(BlockingTiny, ConformanceTiny, testing::Values(tiny), StageName());
+//
+// The tests are named "Blocking/Conformance.TreatsErrorStatusesAsResponses/01_blocking" (without
+// `StageName()`, they end in "/0").
 #pragma once
 
 #include <gtest/gtest.h>
@@ -37,6 +45,8 @@ struct StageUnderTest {
     std::string binary;         // path of the stage's executable, for the command-line cases;
                                 // empty skips them
     bool one_at_a_time = false;  // its command line sends one request at a time (01_blocking)
+    std::string full_stage = {};  // a tiny version's full stage ("04_callbacks"), which its
+                                  // bad-usage message points to; empty for a full stage
 };
 
 // What GoogleTest prints for a parameter ("GetParam() = 01_blocking").
@@ -56,3 +66,5 @@ struct StageName {
 class ConformanceCore : public testing::TestWithParam<StageUnderTest> {};
 // The rest, in tests/conformance.cpp: full stages only.
 class Conformance : public testing::TestWithParam<StageUnderTest> {};
+// What every tiny version shares, in tests/conformance_tiny.cpp: tiny versions only.
+class ConformanceTiny : public testing::TestWithParam<StageUnderTest> {};

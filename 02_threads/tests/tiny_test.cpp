@@ -1,16 +1,13 @@
-// 02_tiny: the core of the conformance suite (tests/conformance_core.cpp), then what only tiny has
-// to show. Tiny has no deadline, so it is never sent anything that would make it wait for ever (no
-// /fault/hang, no /fault/stall, no silent peer).
+// 02_tiny: the core and the tiny level of the conformance suite (tests/conformance_core.cpp,
+// tests/conformance_tiny.cpp), then what only this tiny version has to show. Tiny has no deadline,
+// so it is never sent anything that would make it wait for ever (no /fault/hang, no /fault/stall,
+// no silent peer).
 // These tests also run under ThreadSanitizer (ctest label `threads`), so N stays small.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
-#include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,9 +28,7 @@ using testing_support::expect_each_numbered_body;
 using testing_support::most_in_flight;
 using testing_support::numbered_requests;
 using testing_support::on_loopback;
-using testing_support::open_descriptors;
 using testing_support::request_for;
-using testing_support::SilentServer;
 
 std::vector<Result> fetch(const std::vector<Request>& requests, const Options& options = {}) {
     const testing_support::Watchdog watchdog("02_tiny's fetch_all", 60s);
@@ -66,97 +61,9 @@ TEST(ThreadsTinyFetchAll, RunsEveryRequestOnAThreadOfItsOwnAllAtOnce) {
     // No thread is joined before all are started, so no two can share an id.
     EXPECT_EQ(threads.size(), requests.size()) << "a thread of its own for each";
     EXPECT_EQ(threads.count(std::this_thread::get_id()), 0u) << "none on the calling thread";
-    for (const Result& result : results) {
-        const Timing& timing = result.timing;
-        EXPECT_NE(timing.start, Clock::time_point{});
-        EXPECT_LE(timing.start, timing.connected);
-        EXPECT_LE(timing.connected, timing.sent);
-        EXPECT_LE(timing.sent, timing.first_byte);
-        EXPECT_LE(timing.first_byte, timing.done);
-    }
-}
-
-TEST(ThreadsTinyFetchAll, ClosesEverySocketWhateverTheEnding) {
-    const int before = open_descriptors();
-    {
-        LabServer server(on_loopback(0ms));
-        server.start();
-        const std::vector<Request> requests = {
-            request_for(server.url("/fault/reset")),      request_for(server.url("/fault/close")),
-            request_for(server.url("/fault/bad-status")), request_for(server.url("/fault/keep-open")),
-            request_for(SilentServer().url()),            request_for(server.url("/ok")),
-        };
-
-        const std::vector<Result> results = fetch(requests);
-
-        ASSERT_EQ(results.size(), requests.size());
-        EXPECT_FALSE(results[0].ok());
-        EXPECT_FALSE(results[1].ok());
-        EXPECT_FALSE(results[2].ok());
-        EXPECT_TRUE(results[3].ok()) << results[3].error_message;
-        EXPECT_FALSE(results[4].ok()) << "refused";
-        EXPECT_TRUE(results[5].ok()) << results[5].error_message;
-    }
-    EXPECT_EQ(open_descriptors(), before);
 }
 
 // ---- the binary ----
-
-conformance::ChildOutput run_tiny(const std::vector<std::string>& args) {
-    return conformance::run_program(STAGE_BINARY, args, 20s);
-}
-
-// How many spans of a --trace file there are of each phase ("connect", "send", "wait",
-// "receive"), and of whole requests ("request").
-std::map<std::string, int> spans_in_trace(const std::string& path) {
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    const Json trace = parse_json(text.str());
-    std::map<std::string, int> count;
-    for (const Json& event : trace.at("traceEvents").items) {
-        const Json* category = event.find("cat");
-        if (category == nullptr || category->string == "resolve") continue;
-        ++count[category->string == "phase" ? event.at("name").string : category->string];
-    }
-    return count;
-}
-
-TEST(ThreadsTinyBinary, ReportsLatencyAndTracesEveryPhaseOfEveryRequest) {
-    LabServer server(on_loopback(200ms));  // long enough for the three threads to overlap
-    server.start();
-    const std::string trace = ::testing::TempDir() + "02_tiny_trace.json";
-    const auto output = run_tiny({"3", "--url", server.url("/"), "--json", "--trace", trace});
-    EXPECT_EQ(output.exit_status, 0) << output.err;
-    const Json report = parse_json(output.out);
-    EXPECT_EQ(report.at("stage").string, "02_tiny");
-    EXPECT_EQ(report.at("ok").number, 3);
-    EXPECT_GE(report.at("latency_ms").at("p50").number, 200) << "the server's delay at least";
-    EXPECT_GT(report.at("concurrency").number, 1) << "not one after another";
-    const std::map<std::string, int> spans = spans_in_trace(trace);
-    for (const char* name : {"request", "connect", "send", "wait", "receive"}) {
-        EXPECT_EQ(spans.count(name) ? spans.at(name) : 0, 3) << name;
-    }
-    std::remove(trace.c_str());
-}
-
-TEST(ThreadsTinyBinary, RefusesTimeoutAndConcurrencyAsBadUsageWithoutConnecting) {
-    LabServer server(on_loopback(0ms));
-    server.start();
-    for (const std::vector<std::string>& options :
-         {std::vector<std::string>{"--timeout", "2s"}, {"--timeout=500ms"}, {"--concurrency", "10"}}) {
-        std::vector<std::string> args = {"3", "--url", server.url("/")};
-        args.insert(args.end(), options.begin(), options.end());
-        const auto output = run_tiny(args);
-        EXPECT_EQ(output.exit_status, 2) << options[0];
-        EXPECT_EQ(output.out, "");
-        const std::string name = options[0].substr(0, options[0].find('='));
-        EXPECT_NE(output.err.find(name + " is not offered by 02_tiny"), std::string::npos) << output.err;
-        EXPECT_NE(output.err.find("02_threads"), std::string::npos) << "points to the full stage: "
-                                                                     << output.err;
-    }
-    EXPECT_EQ(server.stats().accepted, 0u) << "bad usage made a connection";
-}
 
 // The system's limit on threads is hard to reach on purpose in-process, so this runs the binary as
 // a user id that owns no other process, allowed only a handful of processes and threads
@@ -190,19 +97,10 @@ TEST(ThreadsTinyBinary, FailsOnlyTheRequestsWhoseThreadTheSystemRefusesAsLimit) 
         << output.err;
 }
 
-TEST(ThreadsTinyBinary, HelpSaysItWaitsUntilCtrlCAndLeavesOutWhatItDoesNotOffer) {
-    const auto output = run_tiny({"--help"});
-    EXPECT_EQ(output.exit_status, 0) << output.err;
-    EXPECT_EQ(output.out.rfind("usage: 02_tiny [N] [--url URL] [--json] [--trace FILE] [--help]\n", 0), 0u)
-        << output.out;
-    EXPECT_NE(output.out.find("waited for until Ctrl-C"), std::string::npos) << output.out;
-    EXPECT_NE(output.out.find("Not offered here: --concurrency, --timeout"), std::string::npos)
-        << output.out;
-}
-
 }  // namespace
 }  // namespace sixways::threads::tiny
 
-INSTANTIATE_TEST_SUITE_P(ThreadsTiny, ConformanceCore,
-                         testing::Values(StageUnderTest{"02_tiny", &sixways::threads::tiny::fetch_all, STAGE_BINARY}),
-                         StageName());
+const StageUnderTest threads_tiny{"02_tiny", &sixways::threads::tiny::fetch_all, STAGE_BINARY, false,
+                                  "02_threads"};
+INSTANTIATE_TEST_SUITE_P(ThreadsTiny, ConformanceCore, testing::Values(threads_tiny), StageName());
+INSTANTIATE_TEST_SUITE_P(ThreadsTiny, ConformanceTiny, testing::Values(threads_tiny), StageName());

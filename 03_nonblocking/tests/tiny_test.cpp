@@ -1,26 +1,21 @@
-// 03_tiny: the core of the conformance suite (tests/conformance_core.cpp), then what only tiny has
-// to show. Tiny has no deadline, so it is never sent anything that would make it wait for ever (no
-// /fault/hang, no /fault/stall), and the one silent peer here is answered by the test itself.
+// 03_tiny: the core and the tiny level of the conformance suite (tests/conformance_core.cpp,
+// tests/conformance_tiny.cpp), then what only this tiny version has to show. Tiny has no deadline,
+// so it is never sent anything that would make it wait for ever (no /fault/hang, no /fault/stall),
+// and the one silent peer here is answered by the test itself.
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <fstream>
-#include <map>
 #include <memory>
 #include <stdexcept>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "03_nonblocking/tiny.hpp"
 #include "common/descriptor.hpp"
-#include "common/json_reader.hpp"
 #include "lab/labserver.hpp"
-#include "tests/child_process.hpp"
 #include "tests/conformance.hpp"
 #include "tests/support/stage_support.hpp"
 
@@ -33,7 +28,6 @@ using testing_support::expect_each_numbered_body;
 using testing_support::most_in_flight;
 using testing_support::numbered_requests;
 using testing_support::on_loopback;
-using testing_support::open_descriptors;
 using testing_support::request_for;
 using testing_support::SilentServer;
 
@@ -41,8 +35,6 @@ std::vector<Result> fetch(const std::vector<Request>& requests, const Options& o
     const testing_support::Watchdog watchdog("03_tiny's fetch_all", 60s);
     return fetch_all(requests, options);
 }
-
-// ---- fetch_all ----
 
 TEST(NonblockingTinyFetchAll, RunsEveryRequestAtOnceOnTheCallingThread) {
     LabServer server(on_loopback(100ms));
@@ -60,14 +52,6 @@ TEST(NonblockingTinyFetchAll, RunsEveryRequestAtOnceOnTheCallingThread) {
     expect_each_numbered_body(results);
     EXPECT_GT(most_in_flight(results), 1u) << "not one after another";
     EXPECT_EQ(threads, std::vector<std::thread::id>(requests.size(), std::this_thread::get_id()));
-    for (const Result& result : results) {
-        const Timing& timing = result.timing;
-        EXPECT_NE(timing.start, Clock::time_point{});
-        EXPECT_LE(timing.start, timing.connected);
-        EXPECT_LE(timing.connected, timing.sent);
-        EXPECT_LE(timing.sent, timing.first_byte);
-        EXPECT_LE(timing.first_byte, timing.done);
-    }
 }
 
 // One request's head, read from `fd` up to its blank line, each piece waited for at most 5 s.
@@ -121,135 +105,10 @@ TEST(NonblockingTinyFetchAll, SendsTheNextRequestWhileTheFirstWaitsForItsAnswer)
     }
 }
 
-TEST(NonblockingTinyFetchAll, SendsARequestLargerThanTheSocketBuffersInPieces) {
-    // A 16 MB path, and a peer that reads nothing for a moment: more than the socket buffers hold
-    // until it reads, so send() takes the request in parts and says EAGAIN, and the rest goes on a
-    // later pass. (The pause only makes a partial send certain; nothing here is timed.)
-    SilentServer peer;
-    const std::string url = peer.url() + "/" + std::string(16 << 20, 'a');
-    std::size_t received = 0;
-    std::thread answer([&peer, &received] {
-        const Descriptor connection(peer.accept());
-        std::this_thread::sleep_for(200ms);
-        std::string tail;  // the last bytes read, to see the end of the request
-        char buffer[64 * 1024];
-        while (tail.find("\r\n\r\n") == std::string::npos) {
-            pollfd entry{connection.fd(), POLLIN, 0};
-            if (::poll(&entry, 1, 10'000) != 1) break;
-            const ssize_t n = ::recv(connection.fd(), buffer, sizeof buffer, 0);
-            if (n <= 0) break;
-            received += static_cast<std::size_t>(n);
-            tail = tail.substr(tail.size() > 3 ? tail.size() - 3 : 0);
-            tail.append(buffer, static_cast<std::size_t>(n));
-        }
-        const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-        ::send(connection.fd(), response.data(), response.size(), MSG_NOSIGNAL);
-    });
-
-    const std::vector<Result> results = fetch({request_for(url)});
-    answer.join();
-
-    ASSERT_EQ(results.size(), 1u);
-    ASSERT_TRUE(results[0].ok()) << results[0].error_message;
-    EXPECT_EQ(results[0].response.body, "ok");
-    EXPECT_GT(received, std::size_t{16} << 20) << "the whole request, in pieces";
-}
-
-TEST(NonblockingTinyFetchAll, ClosesEverySocketWhateverTheEnding) {
-    const int before = open_descriptors();
-    {
-        LabServer server(on_loopback(0ms));
-        server.start();
-        const std::vector<Request> requests = {
-            request_for(server.url("/fault/reset")),      request_for(server.url("/fault/close")),
-            request_for(server.url("/fault/bad-status")), request_for(server.url("/fault/keep-open")),
-            request_for(SilentServer().url()),            request_for(server.url("/ok")),
-        };
-
-        const std::vector<Result> results = fetch(requests);
-
-        ASSERT_EQ(results.size(), requests.size());
-        EXPECT_FALSE(results[0].ok());
-        EXPECT_FALSE(results[1].ok());
-        EXPECT_FALSE(results[2].ok());
-        EXPECT_TRUE(results[3].ok()) << results[3].error_message;
-        EXPECT_FALSE(results[4].ok()) << "refused";
-        EXPECT_TRUE(results[5].ok()) << results[5].error_message;
-    }
-    EXPECT_EQ(open_descriptors(), before);
-}
-
-// ---- the binary ----
-
-conformance::ChildOutput run_tiny(const std::vector<std::string>& args) {
-    return conformance::run_program(STAGE_BINARY, args, 20s);
-}
-
-// How many spans of a --trace file there are of each phase ("connect", "send", "wait",
-// "receive"), and of whole requests ("request").
-std::map<std::string, int> spans_in_trace(const std::string& path) {
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    const Json trace = parse_json(text.str());
-    std::map<std::string, int> count;
-    for (const Json& event : trace.at("traceEvents").items) {
-        const Json* category = event.find("cat");
-        if (category == nullptr || category->string == "resolve") continue;
-        ++count[category->string == "phase" ? event.at("name").string : category->string];
-    }
-    return count;
-}
-
-TEST(NonblockingTinyBinary, ReportsLatencyAndTracesEveryPhaseOfEveryRequest) {
-    LabServer server(on_loopback(100ms));
-    server.start();
-    const std::string trace = ::testing::TempDir() + "03_tiny_trace.json";
-    const auto output = run_tiny({"3", "--url", server.url("/"), "--json", "--trace", trace});
-    EXPECT_EQ(output.exit_status, 0) << output.err;
-    const Json report = parse_json(output.out);
-    EXPECT_EQ(report.at("stage").string, "03_tiny");
-    EXPECT_EQ(report.at("ok").number, 3);
-    EXPECT_GE(report.at("latency_ms").at("p50").number, 100) << "the server's delay at least";
-    EXPECT_GT(report.at("concurrency").number, 1) << "not one after another";
-    const std::map<std::string, int> spans = spans_in_trace(trace);
-    for (const char* name : {"request", "connect", "send", "wait", "receive"}) {
-        EXPECT_EQ(spans.count(name) ? spans.at(name) : 0, 3) << name;
-    }
-    std::remove(trace.c_str());
-}
-
-TEST(NonblockingTinyBinary, RefusesTimeoutAndConcurrencyAsBadUsageWithoutConnecting) {
-    LabServer server(on_loopback(0ms));
-    server.start();
-    for (const std::vector<std::string>& options :
-         {std::vector<std::string>{"--timeout", "2s"}, {"--timeout=500ms"}, {"--concurrency", "10"}}) {
-        std::vector<std::string> args = {"3", "--url", server.url("/")};
-        args.insert(args.end(), options.begin(), options.end());
-        const auto output = run_tiny(args);
-        EXPECT_EQ(output.exit_status, 2) << options[0];
-        EXPECT_EQ(output.out, "");
-        const std::string name = options[0].substr(0, options[0].find('='));
-        EXPECT_NE(output.err.find(name + " is not offered by 03_tiny"), std::string::npos) << output.err;
-        EXPECT_NE(output.err.find("03_nonblocking"), std::string::npos) << "points to the full stage: "
-                                                                     << output.err;
-    }
-    EXPECT_EQ(server.stats().accepted, 0u) << "bad usage made a connection";
-}
-
-TEST(NonblockingTinyBinary, HelpSaysItWaitsUntilCtrlCAndLeavesOutWhatItDoesNotOffer) {
-    const auto output = run_tiny({"--help"});
-    EXPECT_EQ(output.exit_status, 0) << output.err;
-    EXPECT_EQ(output.out.rfind("usage: 03_tiny [N] [--url URL] [--json] [--trace FILE] [--help]\n", 0), 0u)
-        << output.out;
-    EXPECT_NE(output.out.find("waited for until Ctrl-C"), std::string::npos) << output.out;
-    EXPECT_NE(output.out.find("Not offered here: --concurrency, --timeout"), std::string::npos)
-        << output.out;
-}
-
 }  // namespace
 }  // namespace sixways::nonblocking::tiny
 
-INSTANTIATE_TEST_SUITE_P(NonblockingTiny, ConformanceCore,
-                         testing::Values(StageUnderTest{"03_tiny", &sixways::nonblocking::tiny::fetch_all, STAGE_BINARY}),
-                         StageName());
+const StageUnderTest nonblocking_tiny{"03_tiny", &sixways::nonblocking::tiny::fetch_all, STAGE_BINARY, false,
+                                      "03_nonblocking"};
+INSTANTIATE_TEST_SUITE_P(NonblockingTiny, ConformanceCore, testing::Values(nonblocking_tiny), StageName());
+INSTANTIATE_TEST_SUITE_P(NonblockingTiny, ConformanceTiny, testing::Values(nonblocking_tiny), StageName());
