@@ -17,13 +17,13 @@ namespace {
 // whose callback completes the future, and it takes its registration away however the wait ends.
 class ReadinessWait final : public detail::FutureState<void> {
 public:
-    ReadinessWait(EventLoop& loop, int fd, bool writable) : FutureState(loop) {
+    ReadinessWait(EventLoop& loop, int fd, bool writable) : FutureState(loop), fd_(fd) {
         // The callback refers to this object: the destructor removes it before the object is gone.
         auto ready = [this] {
             stop_watching();
             set_result();
         };
-        registration_ = writable ? loop.add_writer(fd, ready) : loop.add_reader(fd, ready);
+        handle_ = writable ? loop.add_writer(fd, ready) : loop.add_reader(fd, ready);
     }
     ~ReadinessWait() override { stop_watching(); }  // the frame that awaited us is gone
     bool cancel() override {
@@ -32,8 +32,9 @@ public:
     }
 
 private:
-    void stop_watching() { loop().remove(std::exchange(registration_, Registration{})); }
-    Registration registration_;
+    void stop_watching() { loop().remove(fd_, std::exchange(handle_, nullptr)); }
+    int fd_;
+    std::shared_ptr<Handle> handle_;
 };
 
 // Future's constructor from a state is for Future's own family; this lets wait_readable hand out
