@@ -163,6 +163,8 @@ template <class T>
 class Future {
 public:
     explicit Future(EventLoop& loop) : state_(std::make_shared<detail::FutureState<T>>(loop)) {}
+    // A future whose state does more than hold a result (a socket wait, socket.cpp).
+    explicit Future(std::shared_ptr<detail::FutureState<T>> state) : state_(std::move(state)) {}
 
     bool done() const { return state_->done(); }
     bool cancelled() const { return state_->cancelled(); }
@@ -197,7 +199,6 @@ public:
 protected:
     friend class detail::PromiseBase;  // co_await reaches the state
     friend class EventLoop;            // so does run_until_complete
-    explicit Future(std::shared_ptr<detail::FutureState<T>> state) : state_(std::move(state)) {}
     std::shared_ptr<detail::FutureState<T>> state_;
 };
 

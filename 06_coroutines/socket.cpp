@@ -37,13 +37,6 @@ private:
     std::shared_ptr<Handle> handle_;
 };
 
-// Future's constructor from a state is for Future's own family; this lets wait_readable hand out
-// its ReadinessWait as a plain Future<void>.
-class ReadinessFuture : public Future<void> {
-public:
-    explicit ReadinessFuture(std::shared_ptr<detail::FutureState<void>> state) : Future(std::move(state)) {}
-};
-
 // One recv() into a buffer on this function's stack (a buffer kept in the coroutine's frame would
 // cost max_bytes of memory for as long as the frame lives). nullopt: nothing there yet.
 std::optional<std::string> try_recv(int fd, std::size_t max_bytes) {
@@ -77,11 +70,11 @@ Socket Socket::open(EventLoop& loop, int family) {
 }
 
 Future<void> wait_readable(EventLoop& loop, int fd) {
-    return ReadinessFuture(std::make_shared<ReadinessWait>(loop, fd, false));
+    return Future<void>(std::make_shared<ReadinessWait>(loop, fd, false));
 }
 
 Future<void> wait_writable(EventLoop& loop, int fd) {
-    return ReadinessFuture(std::make_shared<ReadinessWait>(loop, fd, true));
+    return Future<void>(std::make_shared<ReadinessWait>(loop, fd, true));
 }
 
 Coroutine<void> sock_connect(EventLoop& loop, int fd, Address address) {

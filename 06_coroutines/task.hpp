@@ -95,13 +95,6 @@ public:
     using promise_type = detail::Promise<T>;
     Coroutine() = default;
     Coroutine(Coroutine&& other) noexcept : frame_(std::exchange(other.frame_, {})) {}
-    Coroutine& operator=(Coroutine&& other) noexcept {
-        if (this != &other) {
-            if (frame_) frame_.destroy();
-            frame_ = std::exchange(other.frame_, {});
-        }
-        return *this;
-    }
     ~Coroutine() {
         if (frame_) frame_.destroy();
     }
@@ -306,7 +299,7 @@ private:
         if constexpr (!std::is_void_v<T>) {
             if (keep) this->value_.emplace(body_.frame_.promise().take_result());
         }
-        body_ = Coroutine<T>();
+        std::exchange(body_.frame_, {}).destroy();
     }
     Coroutine<T> body_;
 };
