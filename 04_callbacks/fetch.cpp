@@ -109,9 +109,8 @@ private:
         if (error != 0) {
             failed_call_ = "connect";
             error_ = error;
-            close_socket();           // unregisters on_connected first
-            connect_next_address();  // the deadline keeps running
-            return;
+            close_socket();                 // unregisters on_connected first
+            return connect_next_address();  // the deadline keeps running
         }
         result_.timing.connected = loop_.time();
         send_request();
@@ -130,11 +129,9 @@ private:
                 if (errno == EAGAIN || errno == EWOULDBLOCK) {
                     // Replaces on_connected as the writer; epoll is not even told, since we
                     // still want "writable".
-                    loop_.add_writer(fd_, [this] { send_request(); });
-                    return;
+                    return loop_.add_writer(fd_, [this] { send_request(); });
                 }
-                fail(kind_for_errno(errno, ErrorKind::send), errno_message("send", errno));
-                return;
+                return fail(kind_for_errno(errno, ErrorKind::send), errno_message("send", errno));
             }
             sent_ += static_cast<std::size_t>(n);
         }
@@ -160,31 +157,20 @@ private:
                 if (errno == EINTR) continue;
                 if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // wait for the next event
                 // ECONNRESET: the server reset the connection.
-                fail(kind_for_errno(errno, ErrorKind::receive), errno_message("recv", errno));
-                return;
+                return fail(kind_for_errno(errno, ErrorKind::receive), errno_message("recv", errno));
             }
             if (n == 0) {
                 // The server closed the connection. That ends a response framed by the close,
                 // and cuts short any other.
-                if (parser_.finish() == ResponseParser::Status::complete) {
-                    succeed();
-                } else {
-                    fail(ErrorKind::receive, parser_.error());
-                }
-                return;
+                if (parser_.finish() == ResponseParser::Status::complete) return succeed();
+                return fail(ErrorKind::receive, parser_.error());
             }
             Timing& timing = result_.timing;
             if (timing.first_byte == Clock::time_point{}) timing.first_byte = loop_.time();
             const ResponseParser::Status status =
                 parser_.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
-            if (status == ResponseParser::Status::complete) {
-                succeed();
-                return;
-            }
-            if (status == ResponseParser::Status::error) {
-                fail(ErrorKind::protocol, parser_.error());
-                return;
-            }
+            if (status == ResponseParser::Status::complete) return succeed();
+            if (status == ResponseParser::Status::error) return fail(ErrorKind::protocol, parser_.error());
         }
     }
 

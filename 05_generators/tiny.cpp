@@ -246,7 +246,9 @@ private:
 
     Descriptor epoll_;
     std::function<void(std::size_t, Result&)> finished_;
-    std::deque<Fetch> fetches_;  // a deque never moves what it holds
+    // A deque, as in 04_tiny, though a vector would do here: moving a Fetch moves only its handle,
+    // and the frame, where the fetch keeps its state, stays where it is.
+    std::deque<Fetch> fetches_;
     std::unordered_map<int, std::size_t> waiting_;  // which fetch waits on each descriptor
 };
 
