@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <iostream>
+#include <new>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
@@ -115,6 +116,8 @@ void EventLoop::run_handle(Handle& handle) {
     }
     try {
         handle.once ? once() : handle.callback();
+    } catch (const std::bad_alloc&) {
+        throw;  // out of memory: leaves the loop and fetch_all, and the command line reports it
     } catch (const std::exception& error) {
         std::cerr << "Exception in callback: " << error.what() << '\n';
     } catch (...) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <stdexcept>
+#include <new>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -175,6 +176,17 @@ TEST_F(EventLoopTest, ACallbackThatThrowsIsReportedAndTheLoopGoesOn) {
     const std::string errors = testing::internal::GetCapturedStderr();
     EXPECT_TRUE(next_ran);
     EXPECT_NE(errors.find("Exception in callback: boom"), std::string::npos) << errors;
+}
+
+// Out of memory is not a callback's own failure: it leaves the loop (and fetch_all, whose command
+// line reports every request without a result), instead of being reported once per callback.
+TEST_F(EventLoopTest, ACallbackRunningOutOfMemoryEndsTheRun) {
+    EventLoop loop;
+    bool next_ran = false;
+    loop.call_soon([] { throw std::bad_alloc(); });
+    loop.call_soon([&] { next_ran = true; });
+    EXPECT_THROW(loop.run_forever(), std::bad_alloc);
+    EXPECT_FALSE(next_ran);
 }
 
 TEST_F(EventLoopTest, AReaderIsCalledEveryTurnWhileDataIsUnreadAndNeverAfterItsRemoval) {
