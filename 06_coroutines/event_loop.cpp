@@ -1,5 +1,6 @@
-// The loop: epoll for descriptors, a binary heap for timers, a queue of ready callbacks and task
-// steps. Read run_once first; everything else is bookkeeping for it.
+// The loop: epoll for descriptors, a binary heap for timers, a queue of ready Handles. Read
+// run_once first; everything else is bookkeeping for it. Set it beside 04_callbacks/event_loop.cpp:
+// the turn is the same.
 #include "06_coroutines/event_loop.hpp"
 
 #include <unistd.h>
@@ -18,27 +19,21 @@ namespace sixways::coroutines {
 namespace {
 
 // std::push_heap builds a max-heap: ordering by "later" puts the earliest deadline on top.
-bool later(const std::shared_ptr<detail::Timer>& a, const std::shared_ptr<detail::Timer>& b) {
+bool later(const std::shared_ptr<Timer>& a, const std::shared_ptr<Timer>& b) {
     if (a->when != b->when) return a->when > b->when;
     return a->sequence > b->sequence;
 }
 
-// epoll_event.data carries the descriptor and the generation of its registration (see run_once).
-std::uint64_t pack(int fd, std::uint32_t generation) {
-    return (std::uint64_t{generation} << 32) | static_cast<std::uint32_t>(fd);
-}
-
 }  // namespace
 
-// A cancelled timer stays in the heap, flagged, until it reaches the top (asyncio does the same):
-// taking it out of the middle of a heap is awkward. Its callback goes now. That callback may own
-// this very handle (a callback that holds the object that holds its timer): so `this` is not
-// touched once the callback is being destroyed, and the timer is kept alive by a local copy.
+// A cancelled timer stays in the heap, flagged, until it reaches the top (asyncio and stage 04 do
+// the same). Its callback goes now: it may own the object that owns its timer, and only releasing
+// it breaks that circle. The callback may even own this very handle, so `this` is not touched once
+// the callback is being destroyed, and the timer is kept alive by a local copy.
 void TimerHandle::cancel() {
     if (!timer_ || timer_->cancelled) return;
-    const std::shared_ptr<detail::Timer> timer = timer_;
+    const std::shared_ptr<Timer> timer = timer_;
     timer->cancelled = true;
-    if (timer->loop != nullptr) ++timer->loop->cancelled_in_heap_;
     const Callback released = std::move(timer->callback);  // may destroy *this: nothing after it
 }
 
@@ -55,8 +50,7 @@ EventLoop::~EventLoop() {
     // drop what they are given and do nothing.
     closed_ = true;
     ready_.clear();
-    running_now_.clear();
-    for (const std::shared_ptr<detail::Timer>& timer : timers_) timer->loop = nullptr;
+    running_.clear();
     timers_.clear();
     watches_.clear();
     ::close(epoll_fd_);
@@ -69,87 +63,58 @@ EventLoop::~EventLoop() {
 // ---- One turn of the loop ------------------------------------------------------------------------
 
 // run_once is the only place where callbacks run and suspended tasks are resumed (asyncio's
-// _run_once says the same of itself). A turn:
+// _run_once says the same of itself). A turn, as in stage 04:
 //
-//   1. Wait in epoll_wait: not at all if something is ready to run, until the nearest timer if
-//      there is one, for as long as it takes otherwise.
-//   2. Call the reader or writer of each descriptor epoll reported.
-//   3. Move the timers that are due to the ready queue.
-//   4. Run what is in the ready queue NOW: callbacks, due timers, task steps. What they schedule
-//      (a task woken by a future they completed, a call_soon, a timer already due) waits for the
-//      next turn, after the next poll. So nothing can keep a turn going for ever and starve the
-//      sockets, and every step starts on the loop's own stack, at depth one.
+//   1. Collect. Wait in epoll_wait (not at all if something is ready, until the nearest timer if
+//      there is one), then queue the reader and writer of each descriptor epoll reported, then
+//      each timer that is due. Nothing runs yet, so every event is looked up in a table that no
+//      callback has touched since epoll_wait: no event can be stale at this point.
+//   2. Run what is in the ready queue NOW: call_soon callbacks and task steps queued by the last
+//      turn, then this turn's readers, writers and timers. What they queue (a task woken by a
+//      future they completed, a call_soon) waits for the next turn, after the next poll. So
+//      nothing can keep a turn going for ever and starve the sockets, and every step starts on
+//      the loop's own stack, at depth one.
 //
-// Stale events. epoll_wait hands us a batch of events whose callbacks run one after another. One
-// early in the batch may remove another descriptor's reader and close it, while an event for it is
-// still waiting later in the batch; it may even open a new socket, and the kernel gives out the
-// lowest free number, often the one just closed. So epoll_event.data holds no pointer (it could
-// point to freed memory by then) but the descriptor number and a generation, which goes up each
-// time the number leaves epoll. run_io drops an event whose generation is not the current one: it
-// was for a registration that is gone. A timer has the same guard: cancelled earlier in the turn,
-// it is skipped, so a response and its timeout never both happen.
+// Stale events. A callback early in the run may finish a request: remove its reader, cancel its
+// timer, close its socket, and even open a new socket that gets the same number. What the turn
+// queued for that request further on is then stale. It is a Handle, and removing or cancelling
+// flags it: the run skips it. The new socket's reader is a new Handle that nothing in this turn's
+// queue refers to. So a response and its timeout never both happen, and no event reaches a socket
+// it was not for.
 void EventLoop::run_once() {
-    int count = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), poll_timeout_ms());
-    if (count < 0) {
-        if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "epoll_wait");
-        count = 0;  // a signal interrupted the wait: the rest of the turn still happens
-    }
-    for (int i = 0; i < count; ++i) {
+    const int count = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), epoll_timeout_ms());
+    if (count < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "epoll_wait");
+    for (int i = 0; i < count; ++i) {  // EINTR (a signal interrupted the wait): count < 0, no events
         const std::uint32_t events = events_[i].events;
-        const int fd = static_cast<int>(events_[i].data.u64 & 0xffffffffu);
-        const auto generation = static_cast<std::uint32_t>(events_[i].data.u64 >> 32);
+        const Watch& watch = watches_[static_cast<std::size_t>(events_[i].data.fd)];
         // An error or a hang-up wakes both sides: their own recv(), send() or getsockopt() says what.
-        if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) run_io(fd, generation, false);
-        if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) run_io(fd, generation, true);
+        if (watch.reader && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) ready_.push_back(watch.reader);
+        if (watch.writer && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) ready_.push_back(watch.writer);
     }
     const Clock::time_point now = time();
     while (!timers_.empty() && timers_.front()->when <= now) {
         std::pop_heap(timers_.begin(), timers_.end(), later);
-        std::shared_ptr<detail::Timer> timer = std::move(timers_.back());
+        if (!timers_.back()->cancelled) ready_.push_back(std::move(timers_.back()));
         timers_.pop_back();
-        timer->loop = nullptr;
-        if (timer->cancelled) {
-            --cancelled_in_heap_;
-        } else {
-            ready_.push_back(Ready{{}, std::move(timer), {}});
-        }
     }
-    run_ready();
-}
-
-void EventLoop::run_io(int fd, std::uint32_t generation, bool writer) {
-    if (static_cast<std::size_t>(fd) >= watches_.size()) return;
-    Watch& watch = watches_[static_cast<std::size_t>(fd)];
-    const std::uint64_t id = writer ? watch.writer_id : watch.reader_id;
-    if (watch.generation != generation || id == 0) return;  // stale: see run_once
-    // Most callbacks remove themselves. Destroying a std::function while it runs would pull the
-    // code out from under it, so it runs from a local, and goes back into its slot afterwards
-    // unless it was removed or replaced meanwhile (then the registration has another id, or none).
-    Callback callback = std::exchange(writer ? watch.writer : watch.reader, nullptr);
-    run_callback(callback);
-    Watch& after = watches_[static_cast<std::size_t>(fd)];  // the table may have grown meanwhile
-    if ((writer ? after.writer_id : after.reader_id) == id) (writer ? after.writer : after.reader) = std::move(callback);
-}
-
-void EventLoop::run_ready() {
-    running_now_.swap(ready_);  // ready_ is empty now, and collects what this turn schedules
-    for (Ready& ready : running_now_) {
-        if (ready.timer) {
-            if (ready.timer->cancelled) continue;  // cancelled after it came due, earlier this turn
-            Callback callback = std::move(ready.timer->callback);
-            run_callback(callback);
-        } else if (ready.callback) {
-            run_callback(ready.callback);
-        } else if (std::shared_ptr<TaskBase> task = ready.task.lock()) {
-            task->step();  // `task` keeps it alive even if the step drops its last other handle
-        }
+    running_.swap(ready_);  // ready_ is empty now, and collects what this turn queues
+    for (const std::shared_ptr<Handle>& handle : running_) {
+        if (!handle->cancelled) run_handle(*handle);
     }
-    running_now_.clear();  // keeps its capacity: the next turns need no new memory for their queue
+    running_.clear();  // keeps its capacity: the next turns need no new memory for their queue
 }
 
-void EventLoop::run_callback(Callback& callback) {
+// A reader, a writer or a task's step runs in place: removing it while it runs only flags it, and
+// running_ keeps it alive until the turn ends. A call_soon or a timer runs once: its callback is
+// moved out first, so that what it captured goes as soon as it has run, and a timer that cancels
+// itself while it runs does not destroy the code that is running.
+void EventLoop::run_handle(Handle& handle) {
+    Callback once;
+    if (handle.once) {
+        once = std::move(handle.callback);
+    }
     try {
-        callback();
+        handle.once ? once() : handle.callback();
     } catch (const std::exception& error) {
         std::cerr << "Exception in callback: " << error.what() << '\n';
     } catch (...) {
@@ -157,114 +122,117 @@ void EventLoop::run_callback(Callback& callback) {
     }
 }
 
-// Drops cancelled timers first. Every request cancels its deadline long before it is due, so
-// when most of the heap is cancelled it is rebuilt without them (O(n) once per n cancellations, as
-// asyncio does); then cancelled ones are popped off the top, so that the top is a real deadline.
-int EventLoop::poll_timeout_ms() {
-    if (timers_.size() >= 64 && cancelled_in_heap_ * 2 > timers_.size()) {
-        std::erase_if(timers_, [](const std::shared_ptr<detail::Timer>& timer) {
-            if (timer->cancelled) timer->loop = nullptr;
-            return timer->cancelled;
-        });
-        std::make_heap(timers_.begin(), timers_.end(), later);
-        cancelled_in_heap_ = 0;
-    }
-    while (!timers_.empty() && timers_.front()->cancelled) {
-        std::pop_heap(timers_.begin(), timers_.end(), later);
-        timers_.back()->loop = nullptr;
-        timers_.pop_back();
-        --cancelled_in_heap_;
-    }
+// How long epoll_wait may sleep: not at all when something is ready (or stop() was called), until
+// the nearest deadline when there is a timer, for ever otherwise. milliseconds_until rounds up, so
+// the wait never ends just before a deadline and spins until the clock catches up.
+int EventLoop::epoll_timeout_ms() {
     if (!ready_.empty() || stopping_) return 0;
-    if (timers_.empty()) return -1;
+    if (!has_live_timers()) return -1;
     return milliseconds_until(time(), timers_.front()->when);
 }
 
-void EventLoop::run_forever() {
-    if (running_) throw std::logic_error("run_forever: the loop is already running");
-    running_ = true;
+// Drops the cancelled timers at the top of the heap, so that the top is the nearest deadline that
+// will really fire, if any.
+bool EventLoop::has_live_timers() {
+    while (!timers_.empty() && timers_.front()->cancelled) {
+        std::pop_heap(timers_.begin(), timers_.end(), later);
+        timers_.pop_back();
+    }
+    return !timers_.empty();
+}
+
+std::size_t EventLoop::pending_timers() const {
+    return static_cast<std::size_t>(
+        std::count_if(timers_.begin(), timers_.end(), [](const auto& timer) { return !timer->cancelled; }));
+}
+
+// run_forever (until == null) and run_until_complete (until that future is done).
+void EventLoop::run(const detail::FutureBase* until) {
+    if (is_running_) throw std::logic_error("the event loop is already running");
+    is_running_ = true;
     try {
         // A stop() that came before this call ends the first turn (asyncio does the same).
-        do {
-            if (!stopping_ && ready_.empty() && callbacks_watching_ == 0 && pending_timers() == 0) {
+        while (until == nullptr || !until->done()) {
+            if (!stopping_ && ready_.empty() && descriptors_watched_ == 0 && !has_live_timers()) {
                 throw std::logic_error(
                     "event loop: nothing left to wait for (no ready task, no timer, no descriptor): "
                     "every pending task waits on a future that nothing will complete");
             }
             run_once();
-        } while (!stopping_);
+            if (stopping_) break;
+        }
     } catch (...) {
-        running_ = stopping_ = false;
+        is_running_ = stopping_ = false;
         throw;
     }
-    running_ = stopping_ = false;
+    is_running_ = stopping_ = false;
 }
 
 // ---- Descriptors ---------------------------------------------------------------------------------
 
-Registration EventLoop::add_reader(int fd, Callback callback) { return add_watch(fd, false, std::move(callback)); }
-Registration EventLoop::add_writer(int fd, Callback callback) { return add_watch(fd, true, std::move(callback)); }
-bool EventLoop::remove_reader(int fd) { return remove_watch(fd, false, 0); }
-bool EventLoop::remove_writer(int fd) { return remove_watch(fd, true, 0); }
-bool EventLoop::remove(const Registration& registration) {
-    return registration.id != 0 && remove_watch(registration.fd, registration.writer, registration.id);
+std::shared_ptr<Handle> EventLoop::add_reader(int fd, Callback callback) {
+    return add_watch(fd, EPOLLIN, std::move(callback));
+}
+std::shared_ptr<Handle> EventLoop::add_writer(int fd, Callback callback) {
+    return add_watch(fd, EPOLLOUT, std::move(callback));
+}
+bool EventLoop::remove_reader(int fd) { return remove_watch(fd, EPOLLIN, nullptr); }
+bool EventLoop::remove_writer(int fd) { return remove_watch(fd, EPOLLOUT, nullptr); }
+bool EventLoop::remove(int fd, const std::shared_ptr<Handle>& handle) {
+    return handle && (remove_watch(fd, EPOLLIN, handle.get()) || remove_watch(fd, EPOLLOUT, handle.get()));
 }
 
-// epoll hears of every change at once: ADD for a descriptor it does not have, MOD when the other
-// direction is already registered, DEL when nothing is left. (Stage 04's deeper page measures
-// batching these changes until the next poll, as libuv does.)
-Registration EventLoop::add_watch(int fd, bool writer, Callback callback) {
-    if (closed_) return Registration{};
+std::shared_ptr<Handle> EventLoop::add_watch(int fd, std::uint32_t direction, Callback callback) {
+    if (closed_) return nullptr;
     if (fd < 0) throw std::invalid_argument("add_reader/add_writer: negative descriptor");
-    if (!callback) throw std::invalid_argument("add_reader/add_writer: empty callback");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(static_cast<std::size_t>(fd) + 1);
     Watch& watch = watches_[static_cast<std::size_t>(fd)];
-    const bool was_watched = watch.watched();
-    std::uint64_t& id = writer ? watch.writer_id : watch.reader_id;
-    const std::uint64_t old_id = id;
-    id = ++registrations_;
-    if (old_id == 0) {
-        epoll_event event{};
-        event.events = watch.interest();
-        event.data.u64 = pack(fd, watch.generation);
-        if (epoll_ctl(epoll_fd_, was_watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event) < 0) {
-            id = 0;  // EBADF, EPERM (a regular file), ENOMEM, ENOSPC (the per-user limit)
-            throw std::system_error(errno, std::generic_category(), "epoll_ctl");
-        }
-        ++callbacks_watching_;
-        if (!was_watched) ++descriptors_watched_;
-    }
-    (writer ? watch.writer : watch.reader) = std::move(callback);  // replaces any earlier one
-    return Registration{fd, writer, id};
+    tell_epoll(fd, watch.registered | direction);  // first: if epoll refuses, nothing has changed
+    std::shared_ptr<Handle>& slot = direction == EPOLLIN ? watch.reader : watch.writer;
+    if (slot) slot->cancelled = true;  // replaced: an event already queued for it must not run
+    if (!slot && !(direction == EPOLLIN ? watch.writer : watch.reader)) ++descriptors_watched_;
+    slot = std::make_shared<Handle>(std::move(callback), false);
+    return slot;
 }
 
-// id 0: whatever is registered; otherwise only that registration.
-bool EventLoop::remove_watch(int fd, bool writer, std::uint64_t wanted) {
+// `only`: remove the callback only if it is that Handle; null: whatever is there.
+bool EventLoop::remove_watch(int fd, std::uint32_t direction, const Handle* only) {
     if (closed_ || fd < 0 || static_cast<std::size_t>(fd) >= watches_.size()) return false;
     Watch& watch = watches_[static_cast<std::size_t>(fd)];
-    std::uint64_t& id = writer ? watch.writer_id : watch.reader_id;
-    if (id == 0 || (wanted != 0 && id != wanted)) return false;
-    id = 0;
-    (writer ? watch.writer : watch.reader) = nullptr;  // safe while it runs: run_io holds it
-    --callbacks_watching_;
-    if (watch.watched()) {
-        epoll_event event{};
-        event.events = watch.interest();
-        event.data.u64 = pack(fd, watch.generation);
-        epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &event);
-    } else {
-        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-        ++watch.generation;  // an event of this turn for fd is for nobody now (run_once)
-        --descriptors_watched_;
-    }
+    std::shared_ptr<Handle>& slot = direction == EPOLLIN ? watch.reader : watch.writer;
+    if (!slot || (only != nullptr && slot.get() != only)) return false;
+    // Only flagged: if it is the callback running now, running_ holds it until the turn ends.
+    slot->cancelled = true;
+    slot.reset();
+    if (watch.interest() == 0) --descriptors_watched_;
+    tell_epoll(fd, watch.interest());
     return true;
+}
+
+// Tells epoll at once what fd waits for now: ADD for a descriptor epoll does not have, DEL when
+// nothing is left, MOD otherwise. (Stage 04's deeper page measures batching these changes until
+// the next poll, as libuv does.) Throws std::system_error if epoll refuses a new interest: EBADF,
+// EPERM (a regular file), ENOMEM, ENOSPC (the per-user limit); then nothing has changed. A removal
+// stands even if epoll refuses it (a descriptor closed too early has left epoll already), which is
+// why remove_* can promise not to throw.
+void EventLoop::tell_epoll(int fd, std::uint32_t interest) {
+    Watch& watch = watches_[static_cast<std::size_t>(fd)];
+    if (interest == watch.registered) return;
+    const int operation = watch.registered == 0 ? EPOLL_CTL_ADD : interest == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+    epoll_event event{};
+    event.events = interest;
+    event.data.fd = fd;  // only the number, looked up before any callback runs: see run_once
+    if (epoll_ctl(epoll_fd_, operation, fd, &event) < 0 && (interest & ~watch.registered) != 0) {
+        throw std::system_error(errno, std::generic_category(), "epoll_ctl");
+    }
+    watch.registered = interest;
 }
 
 // ---- Timers and the ready queue --------------------------------------------------------------------
 
 TimerHandle EventLoop::call_at(Clock::time_point when, Callback callback) {
     if (closed_) return TimerHandle();
-    auto timer = std::make_shared<detail::Timer>(detail::Timer{when, timers_made_++, std::move(callback), this});
+    auto timer = std::make_shared<Timer>(when, timers_made_++, std::move(callback));
     timers_.push_back(timer);
     std::push_heap(timers_.begin(), timers_.end(), later);
     return TimerHandle(std::move(timer));
@@ -275,11 +243,7 @@ TimerHandle EventLoop::call_later(Duration delay, Callback callback) {
 }
 
 void EventLoop::call_soon(Callback callback) {
-    if (!closed_) ready_.push_back(Ready{std::move(callback), {}, {}});
-}
-
-void EventLoop::schedule_step(TaskBase& task) {
-    if (!closed_) ready_.push_back(Ready{{}, {}, task.weak_from_this()});
+    if (!closed_) ready_.push_back(std::make_shared<Handle>(std::move(callback), true));
 }
 
 }  // namespace sixways::coroutines

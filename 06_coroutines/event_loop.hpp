@@ -1,15 +1,13 @@
-// Stage 06's event loop: asyncio's BaseEventLoop in miniature.
+// Stage 06's event loop: stage 04's loop, with tasks on top (asyncio's BaseEventLoop in miniature).
 //
-// tiny.cpp showed the whole machine in one file. This is the same loop with what a real program
-// needs on top, and what changes from tiny:
-//   - timers (call_later), which deadlines and sleep are made of, and a way to cancel them;
-//   - a reader or writer runs as soon as epoll reports its descriptor, during the scan of the
-//     events, instead of going through the ready queue first (as in stage 04). That saves a queue
-//     entry per event, but then a callback can close a descriptor whose event is still waiting
-//     later in the same batch: run_once explains the guard against such stale events;
-//   - a task's step is an entry of the ready queue of its own, and a task that nobody holds any
-//     more is skipped, not stepped;
-//   - a registration that only its owner can remove (Registration), for the socket waits.
+// A turn is stage 04's: collect (the readers and writers of the descriptors epoll reports, then the
+// timers that are due) into the ready queue, then run what is in the queue. Everything the loop will
+// call is a Handle, as in stage 04, and a removed reader or a cancelled timer is a Handle flagged
+// cancelled, which the run skips: that is the whole answer to stale events. What this loop adds:
+//   - a task's step is a Handle too, queued when the task is woken (task.hpp);
+//   - run_until_complete, run_forever and stop, as asyncio has them;
+//   - a callback that throws is reported, and the turn goes on;
+//   - a removal that names its Handle (remove(fd, handle)), for the socket waits.
 // Everything else in this stage (Future, Task, sleep, wait_for, gather, Queue, the socket calls,
 // the fetch itself) is built on the few calls below.
 //
@@ -52,20 +50,32 @@ class Coroutine;
 
 namespace detail {
 class FutureBase;
-// A callback with a deadline (asyncio: events.TimerHandle). Shared by the loop and the handles.
-struct Timer {
-    Clock::time_point when;
-    std::uint64_t sequence;  // order of scheduling: breaks ties between equal deadlines
-    Callback callback;
-    EventLoop* loop;         // null once the timer has left the heap (ran, dropped, or loop gone)
-    bool cancelled = false;
-};
 }  // namespace detail
 
-// What call_at and call_later return: the way to cancel the timer. Copies name the same timer.
+// A callback the loop has promised to call: once (call_soon, a timer) or, for a reader, a writer or
+// a task's step, each time it is due, until it is removed. The loop's tables and its ready queue
+// share it, so it outlives its removal while an entry for it is still queued; `cancelled` is how
+// that entry learns it must not run. (asyncio: events.Handle; stage 04's, with `once`.)
+struct Handle {
+    Handle(Callback callback, bool once) : callback(std::move(callback)), once(once) {}
+    Callback callback;
+    bool once;  // a call_soon or a timer: runs once, and lets go of what it captured as it runs
+    bool cancelled = false;
+};
+
+// A Handle with a deadline, kept in the loop's timer heap. (asyncio: events.TimerHandle.)
+struct Timer : Handle {
+    Timer(Clock::time_point when, std::uint64_t sequence, Callback callback)
+        : Handle(std::move(callback), true), when(when), sequence(sequence) {}
+    Clock::time_point when;
+    std::uint64_t sequence;  // order of call_at calls: breaks ties between equal deadlines
+};
+
+// What call_later returns: the way to cancel the timer. Copies name the same timer.
 class TimerHandle {
 public:
     TimerHandle() = default;
+    explicit TimerHandle(std::shared_ptr<Timer> timer) : timer_(std::move(timer)) {}
     // After cancel() the callback never runs, even if it is due in the turn that is running, and
     // what it captured is released now. Safe whoever owns this handle, even the callback itself.
     // Cancelling twice, after the callback ran, or after the loop is gone does nothing.
@@ -73,9 +83,7 @@ public:
     bool cancelled() const { return timer_ && timer_->cancelled; }
 
 private:
-    friend class EventLoop;
-    explicit TimerHandle(std::shared_ptr<detail::Timer> timer) : timer_(std::move(timer)) {}
-    std::shared_ptr<detail::Timer> timer_;
+    std::shared_ptr<Timer> timer_;
 };
 
 // Cancels a timer when it goes out of scope, however the scope is left: Python's
@@ -91,23 +99,13 @@ private:
     TimerHandle timer_;
 };
 
-// One reader or writer, as add_reader or add_writer registered it. remove(registration) removes it
-// only if it is still the one registered: a wait that ends late cannot remove the wait of a newer
-// socket that was given the same descriptor number meanwhile.
-struct Registration {
-    int fd = -1;
-    bool writer = false;
-    std::uint64_t id = 0;
-};
-
 class EventLoop {
 public:
     EventLoop();  // throws std::system_error if epoll_create1 fails
     // Destroys every task still pending (each says "Task was destroyed but it is pending!"), which
-    // runs the destructors in their frames: sockets close, readers and timers go. (Tasks destroyed
-    // while an exception unwinds, std::bad_alloc say, are counted and reported here once.) Then the
-    // callbacks: from then on call_soon, call_at, call_later and add_* drop their callback and do
-    // nothing, and remove_* return false, so that a callback's destructor may call them.
+    // runs the destructors in their frames: sockets close, readers and timers go. Then the
+    // callbacks: from then on call_soon, call_at, call_later and add_* drop their callback and do nothing,
+    // and remove_* return false, so that a callback's destructor may call them.
     ~EventLoop();
     EventLoop(const EventLoop&) = delete;
     EventLoop& operator=(const EventLoop&) = delete;
@@ -129,17 +127,19 @@ public:
     // (or has an error or hang-up to report: its own recv() says which), until it is removed. ----
 
     // A second add_reader for the same fd replaces the first. Throws std::invalid_argument for a
-    // negative fd or an empty callback, std::system_error if epoll refuses the descriptor.
-    Registration add_reader(int fd, Callback callback);
+    // negative fd, std::system_error if epoll refuses the descriptor (and then changes nothing).
+    std::shared_ptr<Handle> add_reader(int fd, Callback callback);
     // The same for writable. A socket is writable nearly always: remove the writer as soon as there
     // is nothing left to write, or the loop never sleeps.
-    Registration add_writer(int fd, Callback callback);
+    std::shared_ptr<Handle> add_writer(int fd, Callback callback);
     // Return false if there was nothing to remove. The callback is never called again, even for an
     // event this turn has already collected. Never throw, so destructors may call them. Remove a
     // descriptor's reader and writer BEFORE you close it (Socket does).
     bool remove_reader(int fd);
     bool remove_writer(int fd);
-    bool remove(const Registration& registration);
+    // Removes fd's reader or writer only if it is still `handle`: a wait that ends late cannot
+    // remove the wait of a newer socket that was given the same descriptor number meanwhile.
+    bool remove(int fd, const std::shared_ptr<Handle>& handle);
 
     // ---- Tasks (task.hpp) ----
 
@@ -161,67 +161,53 @@ public:
     template <class T>
     T run_until_complete(Coroutine<T> coroutine);   // task.hpp: makes it a task first
     // Turns the loop until stop(). Throws std::logic_error when nothing is left to wait for.
-    void run_forever();
-    // run_forever returns after the turn that is running (or the next one: a stop() before
+    void run_forever() { run(nullptr); }
+    // The run returns after the turn that is running (or the next one: a stop() before
     // run_forever is remembered, and that run makes one turn).
     void stop() { stopping_ = true; }
 
     // What the loop would wait for, for tests and for debugging a program that hangs.
-    std::size_t pending_timers() const { return timers_.size() - cancelled_in_heap_; }
+    std::size_t pending_timers() const;
     std::size_t watched_descriptors() const { return descriptors_watched_; }
 
 private:
-    friend class TimerHandle;
-    friend class TaskBase;
-    friend class detail::FutureBase;  // schedules the steps of the tasks waiting on it
+    friend class TaskBase;  // queues its step, and keeps the list of tasks not done
 
-    // One entry of the ready queue: a callback, a timer that came due, or a task's next step. The
-    // task is held weakly: a task destroyed before its turn came is skipped.
-    struct Ready {
-        Callback callback;
-        std::shared_ptr<detail::Timer> timer;
-        std::weak_ptr<TaskBase> task;
-    };
-    // The reader and writer of one descriptor; epoll holds one registration with both interests.
+    // The reader and writer of one descriptor. epoll holds one registration per descriptor, whose
+    // interest set is the union of the two; `registered` is what epoll has.
     struct Watch {
-        Callback reader;
-        Callback writer;
-        std::uint64_t reader_id = 0;   // 0: no reader
-        std::uint64_t writer_id = 0;
-        std::uint32_t generation = 0;  // goes up each time the descriptor leaves epoll
-        bool watched() const { return reader_id != 0 || writer_id != 0; }
-        std::uint32_t interest() const { return (reader_id ? EPOLLIN : 0u) | (writer_id ? EPOLLOUT : 0u); }
+        std::shared_ptr<Handle> reader;
+        std::shared_ptr<Handle> writer;
+        std::uint32_t registered = 0;  // 0, EPOLLIN, EPOLLOUT or both
+        std::uint32_t interest() const { return (reader ? EPOLLIN : 0u) | (writer ? EPOLLOUT : 0u); }
     };
 
+    void run(const detail::FutureBase* until);  // until it is done, or stop()
     void run_once();
-    void run_io(int fd, std::uint32_t generation, bool writer);
-    void run_ready();
-    static void run_callback(Callback& callback);
-    int poll_timeout_ms();
-    Registration add_watch(int fd, bool writer, Callback callback);
-    bool remove_watch(int fd, bool writer, std::uint64_t id);
-    void schedule_step(TaskBase& task);
+    void run_handle(Handle& handle);
+    int epoll_timeout_ms();
+    bool has_live_timers();
+    std::shared_ptr<Handle> add_watch(int fd, std::uint32_t direction, Callback callback);
+    bool remove_watch(int fd, std::uint32_t direction, const Handle* only);
+    void tell_epoll(int fd, std::uint32_t interest);
 
     int epoll_fd_ = -1;
     std::vector<Watch> watches_;  // indexed by descriptor number
-    std::uint64_t registrations_ = 0;
-    std::size_t callbacks_watching_ = 0;   // readers + writers
-    std::size_t descriptors_watched_ = 0;  // descriptors with a reader or a writer
+    std::size_t descriptors_watched_ = 0;
     std::array<epoll_event, 1024> events_{};
 
-    std::vector<std::shared_ptr<detail::Timer>> timers_;  // a min-heap on (when, sequence)
-    std::size_t cancelled_in_heap_ = 0;
+    std::vector<std::shared_ptr<Timer>> timers_;  // a min-heap on (when, sequence)
     std::uint64_t timers_made_ = 0;
 
-    // The ready queue: what the next turn runs, in the order it was scheduled. A turn swaps it
-    // with running_now_ and runs that, so what a turn schedules waits for the next one.
-    std::vector<Ready> ready_;
-    std::vector<Ready> running_now_;
+    // The ready queue: what the next turn runs, in the order it was queued. A turn swaps it with
+    // running_ and runs that, so what a turn queues waits for the next one.
+    std::vector<std::shared_ptr<Handle>> ready_;
+    std::vector<std::shared_ptr<Handle>> running_;
     TaskBase* current_task_ = nullptr;
     TaskBase* first_task_ = nullptr;  // tasks started and not done, so ~EventLoop can destroy them
     std::uint64_t tasks_made_ = 0;    // numbers the default names: "Task-1", "Task-2", ...
     bool stopping_ = false;
-    bool running_ = false;
+    bool is_running_ = false;
     bool closed_ = false;  // ~EventLoop has begun on the callbacks
     std::size_t tasks_lost_in_unwinding_ = 0;  // see TaskBase::release
 };

@@ -23,18 +23,12 @@ bool FutureBase::cancel() {
     return true;
 }
 
-CallbackId FutureBase::add_done_callback(Callback callback) {
-    const CallbackId id = next_callback_id_++;
+void FutureBase::add_done_callback(Callback callback) {
     if (done()) {
         loop_.call_soon(std::move(callback));  // done already: the next turn, as promised
     } else {
-        callbacks_.emplace_back(id, std::move(callback));
+        callbacks_.push_back(std::move(callback));
     }
-    return id;
-}
-
-bool FutureBase::remove_done_callback(CallbackId id) {
-    return std::erase_if(callbacks_, [id](const auto& entry) { return entry.first == id; }) > 0;
 }
 
 void FutureBase::require_settable(const char* call) const {
@@ -55,13 +49,11 @@ void FutureBase::finish(Status status, std::exception_ptr error) {
     exception_ = std::move(error);
     for (TaskBase* waiter = std::exchange(first_waiter_, nullptr); waiter != nullptr;) {
         TaskBase* next = std::exchange(waiter->next_waiter_, nullptr);
-        loop_.schedule_step(*waiter);
+        waiter->wake();
         waiter = next;
     }
     last_waiter_ = nullptr;
-    std::vector<std::pair<CallbackId, Callback>> callbacks = std::move(callbacks_);
-    callbacks_.clear();
-    for (auto& entry : callbacks) loop_.call_soon(std::move(entry.second));
+    for (Callback& callback : std::exchange(callbacks_, {})) loop_.call_soon(std::move(callback));
 }
 
 void FutureBase::add_waiter(TaskBase& task) {

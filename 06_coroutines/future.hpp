@@ -23,7 +23,6 @@
 // for it each hold a handle, and neither has to outlive the other.
 #pragma once
 
-#include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -53,8 +52,6 @@ public:
     using std::logic_error::logic_error;
 };
 
-using CallbackId = std::uint64_t;
-
 namespace detail {
 
 // The state all copies of a Future share, apart from the value. future.cpp.
@@ -71,8 +68,7 @@ public:
     void set_exception(std::exception_ptr error);
     // Returns false (and changes nothing) if done already. A Task and a socket wait add to it.
     virtual bool cancel();
-    CallbackId add_done_callback(Callback callback);
-    bool remove_done_callback(CallbackId id);
+    void add_done_callback(Callback callback);
     EventLoop& loop() const { return loop_; }
     // "<Future pending>", "<Future finished exception=...>"; a Task says more.
     virtual std::string to_string() const;
@@ -101,8 +97,7 @@ private:
     // waits on one future at a time), so waiting allocates nothing.
     TaskBase* first_waiter_ = nullptr;
     TaskBase* last_waiter_ = nullptr;
-    std::vector<std::pair<CallbackId, Callback>> callbacks_;
-    CallbackId next_callback_id_ = 0;
+    std::vector<Callback> callbacks_;
 };
 
 template <class T>
@@ -168,6 +163,8 @@ template <class T>
 class Future {
 public:
     explicit Future(EventLoop& loop) : state_(std::make_shared<detail::FutureState<T>>(loop)) {}
+    // A future whose state does more than hold a result (a socket wait, socket.cpp).
+    explicit Future(std::shared_ptr<detail::FutureState<T>> state) : state_(std::move(state)) {}
 
     bool done() const { return state_->done(); }
     bool cancelled() const { return state_->cancelled(); }
@@ -192,9 +189,7 @@ public:
 
     // Calls `callback` on a later turn once the future is done (on the next turn if it is done
     // already). A callback holding a copy of the future keeps it alive until it has run.
-    CallbackId add_done_callback(Callback callback) { return state_->add_done_callback(std::move(callback)); }
-    // False if the callback was scheduled already (the future is done) or removed.
-    bool remove_done_callback(CallbackId id) { return state_->remove_done_callback(id); }
+    void add_done_callback(Callback callback) { state_->add_done_callback(std::move(callback)); }
 
     EventLoop& loop() const { return state_->loop(); }
     std::string to_string() const { return state_->to_string(); }
@@ -204,26 +199,14 @@ public:
 protected:
     friend class detail::PromiseBase;  // co_await reaches the state
     friend class EventLoop;            // so does run_until_complete
-    explicit Future(std::shared_ptr<detail::FutureState<T>> state) : state_(std::move(state)) {}
     std::shared_ptr<detail::FutureState<T>> state_;
 };
 
-// asyncio's run_until_complete does the same: a done callback stops the loop. A nested call is
-// refused before anything is queued: its stop callback would end the run that is going on.
+// Runs turns until the future is done. A nested call is refused before anything changes.
 template <class T>
 T EventLoop::run_until_complete(Future<T> future) {
-    if (running_) throw std::logic_error("run_until_complete: the loop is already running");
-    const CallbackId id = future.add_done_callback([this] { stop(); });
-    try {
-        run_forever();
-    } catch (...) {
-        future.remove_done_callback(id);
-        throw;
-    }
-    if (!future.done()) {
-        future.remove_done_callback(id);
-        throw std::logic_error("run_until_complete: the loop was stopped before the future was done");
-    }
+    run(future.state_.get());
+    if (!future.done()) throw std::logic_error("run_until_complete: the loop was stopped before the future was done");
     return detail::take_or_copy(future.state_);
 }
 

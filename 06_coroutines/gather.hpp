@@ -30,78 +30,56 @@ namespace sixways::coroutines {
 
 namespace detail {
 
-// What the done callbacks on the tasks share with the waiting coroutine. Shared, not in the frame:
-// a callback may run after the frame is gone.
+// What the tasks' done callbacks share with the waiting coroutine. Shared, not in its frame: a
+// callback may run after the frame is gone. The callbacks hold no task, so they keep none alive.
 struct GatherState {
-    explicit GatherState(EventLoop& loop, std::size_t count) : wake_up(loop), remaining(count) {}
-    Future<void> wake_up;  // set when there is something to look at
-    std::size_t remaining;
-    std::exception_ptr first_failure;  // in the order the tasks finished
-    bool fail_fast = false;
+    explicit GatherState(EventLoop& loop) : wake_up(loop) {}
+    Future<void> wake_up;  // set when a task has finished since the coroutine last looked
+    std::size_t finished = 0;
 };
 
-// A done callback holds a handle to its task. If the waiting frame is destroyed before the tasks
-// are done, their callbacks are taken back: each task would otherwise keep itself alive for ever
-// through a callback stored in its own future.
+// The failure of the first task that has one (in the order given): its exception, or
+// CancelledError if it was cancelled. Null if none has failed.
 template <class T>
-class DoneCallbacks {
-public:
-    explicit DoneCallbacks(std::vector<Task<T>>& tasks) : tasks_(tasks) {}
-    ~DoneCallbacks() {
-        for (std::size_t i = 0; i < ids_.size(); ++i) tasks_[i].remove_done_callback(ids_[i]);
+std::exception_ptr first_failure(const std::vector<Task<T>>& tasks) {
+    for (const Task<T>& task : tasks) {
+        if (task.done() && task.cancelled()) return std::make_exception_ptr(CancelledError());
+        if (task.done() && task.exception() != nullptr) return task.exception();
     }
-    DoneCallbacks(const DoneCallbacks&) = delete;
-    DoneCallbacks& operator=(const DoneCallbacks&) = delete;
-    void add(Task<T>& task, Callback callback) { ids_.push_back(task.add_done_callback(std::move(callback))); }
+    return nullptr;
+}
 
-private:
-    std::vector<Task<T>>& tasks_;
-    std::vector<CallbackId> ids_;
-};
-
-// Waits until every task is done; with `fail_fast`, cancels the others at the first failure first.
-// Returns the first failure (with fail_fast) or nothing. A cancel of the waiting task cancels every
-// task, waits for them, and is thrown on.
+// Waits until every task is done; with `fail_fast`, cancels the others at the first failure. Returns
+// that failure (with fail_fast) or null. A cancel of the waiting task cancels every task, waits for
+// them all, and is thrown on.
 template <class T>
 Coroutine<std::exception_ptr> wait_all(EventLoop& loop, std::vector<Task<T>>& tasks, bool fail_fast) {
-    auto watch = std::make_shared<GatherState>(loop, tasks.size());
-    watch->fail_fast = fail_fast;
-    DoneCallbacks<T> callbacks(tasks);
+    auto state = std::make_shared<GatherState>(loop);
     for (Task<T>& task : tasks) {
-        auto on_done = [watch, task] {
-            --watch->remaining;
-            const bool failed = task.cancelled() || task.exception() != nullptr;
-            if (failed && !watch->first_failure) {
-                watch->first_failure = task.cancelled() ? std::make_exception_ptr(CancelledError()) : task.exception();
-            }
-            if ((watch->remaining == 0 || (failed && watch->fail_fast)) && !watch->wake_up.done()) {
-                watch->wake_up.set_result();
-            }
+        auto on_done = [state] {
+            ++state->finished;
+            if (!state->wake_up.done()) state->wake_up.set_result();
         };
-        callbacks.add(task, std::move(on_done));
+        task.add_done_callback(std::move(on_done));
     }
-    bool cancelled = false;
-    // C++ forbids co_await inside a catch handler: hence the flag, and the waits outside them.
-    try {
-        if (watch->remaining > 0) co_await watch->wake_up;
-    } catch (const CancelledError&) {
-        cancelled = true;
-    }
-    if (watch->remaining > 0) {
-        // A task failed (fail_fast) or we were cancelled: cancel the rest, and wait for every one.
-        for (Task<T>& task : tasks) task.cancel();
-        watch->fail_fast = false;
-        while (watch->remaining > 0) {
-            watch->wake_up = Future<void>(loop);
-            try {
-                co_await watch->wake_up;
-            } catch (const CancelledError&) {
-                cancelled = true;  // again: nothing more to do than to wait
-            }
+    std::exception_ptr failure;
+    bool cancelled = false;  // C++ forbids co_await inside a catch handler: hence the flag
+    bool cancelling = false;
+    while (state->finished < tasks.size()) {
+        try {
+            co_await state->wake_up;
+        } catch (const CancelledError&) {
+            cancelled = true;
+        }
+        state->wake_up = Future<void>(loop);
+        if (fail_fast && !failure) failure = first_failure(tasks);
+        if ((cancelled || failure) && !cancelling) {
+            cancelling = true;  // once: the others are cancelled, and waited for
+            for (Task<T>& task : tasks) task.cancel();
         }
     }
     if (cancelled) throw CancelledError();
-    co_return fail_fast ? watch->first_failure : nullptr;
+    co_return failure;
 }
 
 }  // namespace detail

@@ -17,13 +17,13 @@ namespace {
 // whose callback completes the future, and it takes its registration away however the wait ends.
 class ReadinessWait final : public detail::FutureState<void> {
 public:
-    ReadinessWait(EventLoop& loop, int fd, bool writable) : FutureState(loop) {
+    ReadinessWait(EventLoop& loop, int fd, bool writable) : FutureState(loop), fd_(fd) {
         // The callback refers to this object: the destructor removes it before the object is gone.
         auto ready = [this] {
             stop_watching();
             set_result();
         };
-        registration_ = writable ? loop.add_writer(fd, ready) : loop.add_reader(fd, ready);
+        handle_ = writable ? loop.add_writer(fd, ready) : loop.add_reader(fd, ready);
     }
     ~ReadinessWait() override { stop_watching(); }  // the frame that awaited us is gone
     bool cancel() override {
@@ -32,15 +32,9 @@ public:
     }
 
 private:
-    void stop_watching() { loop().remove(std::exchange(registration_, Registration{})); }
-    Registration registration_;
-};
-
-// Future's constructor from a state is for Future's own family; this lets wait_readable hand out
-// its ReadinessWait as a plain Future<void>.
-class ReadinessFuture : public Future<void> {
-public:
-    explicit ReadinessFuture(std::shared_ptr<detail::FutureState<void>> state) : Future(std::move(state)) {}
+    void stop_watching() { loop().remove(fd_, std::exchange(handle_, nullptr)); }
+    int fd_;
+    std::shared_ptr<Handle> handle_;
 };
 
 // One recv() into a buffer on this function's stack (a buffer kept in the coroutine's frame would
@@ -76,11 +70,11 @@ Socket Socket::open(EventLoop& loop, int family) {
 }
 
 Future<void> wait_readable(EventLoop& loop, int fd) {
-    return ReadinessFuture(std::make_shared<ReadinessWait>(loop, fd, false));
+    return Future<void>(std::make_shared<ReadinessWait>(loop, fd, false));
 }
 
 Future<void> wait_writable(EventLoop& loop, int fd) {
-    return ReadinessFuture(std::make_shared<ReadinessWait>(loop, fd, true));
+    return Future<void>(std::make_shared<ReadinessWait>(loop, fd, true));
 }
 
 Coroutine<void> sock_connect(EventLoop& loop, int fd, Address address) {

@@ -15,14 +15,21 @@ TaskBase::TaskBase(detail::FutureBase& future, std::coroutine_handle<> body, det
     frames_.push_back(body);
 }
 
-// Schedules the first step, and joins the loop's list of tasks not done (so that ~EventLoop can
-// destroy them).
+// Queues the first step, and joins the loop's list of tasks not done (so that ~EventLoop can
+// destroy them). The step's Handle is made once and queued each time the task is woken.
 void TaskBase::start(EventLoop& loop) {
-    loop.schedule_step(*this);
+    step_ = std::make_shared<Handle>([this] { step(); }, false);
+    wake();
     number_ = ++loop.tasks_made_;
     next_task_ = loop.first_task_;
     if (next_task_ != nullptr) next_task_->previous_task_ = this;
     loop.first_task_ = this;
+}
+
+void TaskBase::wake() {
+    waiting_on_ = nullptr;
+    EventLoop& loop = future_.loop();
+    if (!loop.closed_) loop.ready_.push_back(step_);
 }
 
 void TaskBase::unlink_from_loop() {
@@ -35,8 +42,10 @@ void TaskBase::unlink_from_loop() {
 // asyncio: Task.__step. On entry the task is scheduled: its first step, or the future it waited on
 // is done. On return it is waiting or done.
 void TaskBase::step() {
-    if (body_promise_ == nullptr) return;  // finished or destroyed since the step was scheduled
-    waiting_on_ = nullptr;
+    if (body_promise_ == nullptr) return;  // finished since the step was queued
+    // The step may drop the last handle to this task (its frame held it): keep it alive until the
+    // step returns.
+    const std::shared_ptr<TaskBase> keep_alive = shared_from_this();
     if (must_cancel_ && !started_) {
         complete();  // cancelled before it ever ran: its body never starts
         return;
@@ -84,30 +93,30 @@ void TaskBase::complete() {
     }
 }
 
-void TaskBase::wait_on(detail::FutureBase& future) {
+bool TaskBase::wait_on(detail::FutureBase& future) {
     if (&future == &future_) throw InvalidStateError("a task cannot await itself");
+    if (must_cancel_) return false;  // cancelled while it ran: woken at once, and the co_await throws
     waiting_on_ = &future;
     future.add_waiter(*this);
-    // cancel() came while we ran: now there is a future to cancel, which wakes us with the error.
-    if (must_cancel_ && future.cancel()) must_cancel_ = false;
+    return true;
 }
 
 void TaskBase::throw_if_cancelled() {
     if (std::exchange(must_cancel_, false)) throw CancelledError();
 }
 
+// The one rule (task.hpp): mark the task, wake it, and cancel what it awaited. waiting_on_ is
+// cleared (by wake) before that future is cancelled, so in an await cycle (A awaits B, B awaits A)
+// the cancel goes once round and stops.
 bool TaskBase::cancel() {
     if (future_.done()) return false;
     ++cancel_requests_;
-    // Passed on to the future we wait on; the co_await will throw when it is done. Not twice at
-    // once: in an await cycle (A waits on B, B on A) the request would go round for ever.
-    if (waiting_on_ != nullptr && !passing_cancel_on_) {
-        passing_cancel_on_ = true;
-        const bool passed = waiting_on_->cancel();
-        passing_cancel_on_ = false;
-        if (passed) return true;
+    must_cancel_ = true;
+    if (detail::FutureBase* awaited = waiting_on_) {
+        awaited->remove_waiter(*this);
+        wake();
+        awaited->cancel();
     }
-    must_cancel_ = true;  // scheduled, running, or its future is done: see task.hpp
     return true;
 }
 

@@ -40,19 +40,21 @@
 // awaits (the awaiter holding it is a temporary in the parent's frame). When the last handle goes,
 // the frames go, and with them everything in them: sockets close, readers and timers are removed.
 // A task destroyed while pending says so on stderr, as asyncio does ("Task was destroyed but it is
-// pending!"). The loop's ready queue holds tasks weakly; a future holds its waiters by plain
+// pending!"). Neither the ready queue nor a future keeps a task alive: the queue holds its step's
+// Handle, which a task being destroyed flags cancelled, and a future holds its waiters by plain
 // pointer, and a task being destroyed takes itself off that list first.
 //
 // Cancellation (asyncio's rules, 3.11 and later)
 // ----------------------------------------------
-// cancel() is a request, delivered as a CancelledError thrown from the co_await the task is
-// suspended in, which may catch it (to clean up, or even carry on):
-//   - waiting on a future: that future is cancelled (a Task passes the request on to its own
-//     coroutine), and the co_await throws when the task is woken;
-//   - scheduled: the co_await it is about to return from throws instead;
-//   - running: the next co_await that suspends throws; if the coroutine ends first, the task ends
-//     cancelled all the same;
-//   - not started: its body never runs.
+// One rule: cancel() marks the task and wakes it, and the co_await it wakes in throws
+// CancelledError, which the coroutine may catch (to clean up, or even carry on). What it was
+// awaiting is cancelled too: a Task passes the cancel on to its own coroutine, a socket wait stops
+// watching. The rule covers every state a task can be in:
+//   - waiting on a future: it leaves the future's waiters and is woken;
+//   - scheduled (woken already): the co_await it wakes in throws all the same;
+//   - running (it cancelled itself): the next co_await that would suspend does not, and throws;
+//     if the coroutine ends first, the task ends cancelled all the same;
+//   - not started: it is woken at its start, before its first line, and its body never runs.
 // A task also counts its cancel requests (cancelling(); uncancel() takes one back). That is how a
 // timeout tells its own cancel from someone else's: wait_for turns a CancelledError into
 // TimeoutError only when its deadline caused it and no other request came (wait_for.hpp).
@@ -93,13 +95,6 @@ public:
     using promise_type = detail::Promise<T>;
     Coroutine() = default;
     Coroutine(Coroutine&& other) noexcept : frame_(std::exchange(other.frame_, {})) {}
-    Coroutine& operator=(Coroutine&& other) noexcept {
-        if (this != &other) {
-            if (frame_) frame_.destroy();
-            frame_ = std::exchange(other.frame_, {});
-        }
-        return *this;
-    }
     ~Coroutine() {
         if (frame_) frame_.destroy();
     }
@@ -136,7 +131,9 @@ public:
 protected:
     TaskBase(detail::FutureBase& future, std::coroutine_handle<> body, detail::PromiseBase& body_promise,
              std::string name);
-    ~TaskBase() = default;
+    ~TaskBase() {
+        if (step_) step_->cancelled = true;  // a step still queued must not run
+    }
     // Destroys the frames if the task is not done. The most derived destructor calls it.
     void release();
     // Moves the bottom frame's result into the future if `keep`, then destroys the frame.
@@ -152,15 +149,18 @@ private:
     friend class detail::CoroutineAwaiter;
 
     void start(EventLoop& loop);
+    void wake();  // queues the next step
     void step();
     void complete();
     void abandon();
     void unlink_from_loop();
-    void wait_on(detail::FutureBase& future);  // co_await on a pending future: running -> waiting
+    // co_await on a pending future: running -> waiting. False: cancelled, do not wait (see above).
+    bool wait_on(detail::FutureBase& future);
     void throw_if_cancelled();                 // after a wait: a cancel that came too late for it
     void push(std::coroutine_handle<> child) { frames_.push_back(child); }
 
     detail::FutureBase& future_;                // this task's own future: the same object
+    std::shared_ptr<Handle> step_;              // what the ready queue holds while it is scheduled
     std::vector<std::coroutine_handle<>> frames_;  // [0] the coroutine it was made with; back() runs
     detail::PromiseBase* body_promise_;         // frames_[0]'s; null once it has finished
     detail::FutureBase* waiting_on_ = nullptr;  // the future its top frame awaits, while it waits
@@ -172,8 +172,7 @@ private:
     int cancel_requests_ = 0;
     bool must_cancel_ = false;  // a request to throw at the next co_await that suspends
     bool started_ = false;
-    bool passing_cancel_on_ = false;  // guards against await cycles (cancel, describe)
-    mutable bool describing_ = false;
+    mutable bool describing_ = false;  // describe() goes once round an await cycle
 };
 
 namespace detail {
@@ -186,9 +185,9 @@ public:
     FutureAwaiter(std::shared_ptr<FutureState<T>> state, TaskBase& task) : state_(std::move(state)), task_(task) {}
     // A future that is done already costs no suspension and no turn of the loop.
     bool await_ready() const noexcept { return state_->done(); }
-    void await_suspend(std::coroutine_handle<>) {
-        task_.wait_on(*state_);
+    bool await_suspend(std::coroutine_handle<>) {
         suspended_ = true;
+        return task_.wait_on(*state_);
     }
     T await_resume() {
         if (suspended_) task_.throw_if_cancelled();
@@ -300,7 +299,7 @@ private:
         if constexpr (!std::is_void_v<T>) {
             if (keep) this->value_.emplace(body_.frame_.promise().take_result());
         }
-        body_ = Coroutine<T>();
+        std::exchange(body_.frame_, {}).destroy();
     }
     Coroutine<T> body_;
 };

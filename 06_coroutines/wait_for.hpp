@@ -15,6 +15,7 @@
 #pragma once
 
 #include <stdexcept>
+#include <utility>
 
 #include "06_coroutines/event_loop.hpp"
 #include "06_coroutines/task.hpp"
@@ -28,8 +29,8 @@ public:
 
 namespace detail {
 
-// The deadline of one wait_for: cancels the current task when it fires; takes that request back
-// when the wait is over, however it ended (asyncio: timeouts.Timeout).
+// The deadline of one wait_for (asyncio: timeouts.Timeout): cancels the current task when it
+// fires, and takes that request back when the wait is over, however it ended.
 class Deadline {
 public:
     Deadline(EventLoop& loop, Duration timeout) : task_(*loop.current_task()), cancelling_(task_.cancelling()) {
@@ -39,27 +40,22 @@ public:
         };
         timer_ = loop.call_later(timeout, expire);
     }
-    ~Deadline() { take_back(); }
+    ~Deadline() { end(); }
     Deadline(const Deadline&) = delete;
     Deadline& operator=(const Deadline&) = delete;
 
-    // True if the deadline caused the cancel, and nobody else asked for one meanwhile.
-    bool caused_the_cancel() { return take_back() && task_.cancelling() <= cancelling_; }
+    // Ends the wait (a second call does nothing). True if the deadline caused the cancel, and
+    // nobody else asked for one meanwhile: the task's requests are back to what they were.
+    bool end() {
+        timer_.cancel();
+        return std::exchange(expired_, false) && task_.uncancel() <= cancelling_;
+    }
 
 private:
-    bool take_back() {
-        timer_.cancel();
-        if (expired_ && !taken_back_) {
-            taken_back_ = true;
-            task_.uncancel();
-        }
-        return expired_;
-    }
     TaskBase& task_;
     int cancelling_;  // the task's requests before this wait began
     TimerHandle timer_;
     bool expired_ = false;
-    bool taken_back_ = false;
 };
 
 }  // namespace detail
@@ -72,7 +68,7 @@ Coroutine<T> wait_for(EventLoop& loop, Coroutine<T> work, Duration timeout) {
     try {
         co_return co_await std::move(work);
     } catch (const CancelledError&) {
-        if (deadline.caused_the_cancel()) throw TimeoutError();
+        if (deadline.end()) throw TimeoutError();
         throw;
     }
 }

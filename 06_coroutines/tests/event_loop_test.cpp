@@ -197,20 +197,20 @@ TEST_F(EventLoopTest, AReaderIsCalledEveryTurnWhileDataIsUnreadAndNeverAfterItsR
     ::close(theirs);
 }
 
-// A registration names one reader: removing it after a newer reader took its place (as a newer
-// socket with the same number would) removes nothing.
-TEST_F(EventLoopTest, RemovingARegistrationRemovesThatReaderOnlyNotANewerOne) {
+// A Handle names one reader: removing it after a newer reader took its place (as a newer socket
+// with the same number would) removes nothing.
+TEST_F(EventLoopTest, RemovingAHandleRemovesThatReaderOnlyNotANewerOne) {
     EventLoop loop;
     int ours = -1;
     int theirs = -1;
     std::tie(ours, theirs) = socket_pair();
-    const Registration first = loop.add_reader(ours, [] {});
-    const Registration second = loop.add_reader(ours, [] {});  // replaces the first
-    EXPECT_FALSE(loop.remove(first));
+    const std::shared_ptr<Handle> first = loop.add_reader(ours, [] {});
+    const std::shared_ptr<Handle> second = loop.add_reader(ours, [] {});  // replaces the first
+    EXPECT_FALSE(loop.remove(ours, first));
     EXPECT_EQ(loop.watched_descriptors(), 1u);
     EXPECT_TRUE(epoll_watches(ours));
-    EXPECT_TRUE(loop.remove(second));
-    EXPECT_FALSE(loop.remove(second));  // twice: nothing to remove
+    EXPECT_TRUE(loop.remove(ours, second));
+    EXPECT_FALSE(loop.remove(ours, second));  // twice: nothing to remove
     EXPECT_FALSE(epoll_watches(ours));
     ::close(ours);
     ::close(theirs);

@@ -95,18 +95,6 @@ TEST_F(FutureTest, ADoneCallbackAddedToADoneFutureRunsOnTheNextTurn) {
     EXPECT_TRUE(called);
 }
 
-TEST_F(FutureTest, ARemovedDoneCallbackNeverRunsAndReleasesWhatItHeld) {
-    EventLoop loop;
-    Future<int> future(loop);
-    bool called = false;
-    const CallbackId id = future.add_done_callback([&called, held = Counted(1)] { called = true; });
-    EXPECT_TRUE(future.remove_done_callback(id));
-    EXPECT_FALSE(future.remove_done_callback(id));
-    future.set_result(1);
-    run_pending_callbacks(loop);
-    EXPECT_FALSE(called);
-}
-
 TEST_F(FutureTest, CopiesAreTheSameFuture) {
     EventLoop loop;
     Future<int> future(loop);
