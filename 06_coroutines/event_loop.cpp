@@ -68,8 +68,12 @@ EventLoop::~EventLoop() {
 //
 //   1. Collect. Wait in epoll_wait (not at all if something is ready, until the nearest timer if
 //      there is one), then queue the reader and writer of each descriptor epoll reported, then
-//      each timer that is due. Nothing runs yet, so every event is looked up in a table that no
-//      callback has touched since epoll_wait: no event can be stale at this point.
+//      each timer that is due. No code of anyone's runs yet, so every event is looked up in a
+//      table that no callback has touched since epoll_wait: no event can be stale at this point.
+//      One kind of reader runs here all the same, because it runs no code of anyone's either: a
+//      socket wait's, which only removes itself and completes its future (which queues the steps
+//      of the tasks waiting on it). So a task woken by its socket steps in this very turn, before
+//      the timers that came due with it: an answer that arrived in time beats its deadline.
 //   2. Run what is in the ready queue NOW: call_soon callbacks and task steps queued by the last
 //      turn, then this turn's readers, writers and timers. What they queue (a task woken by a
 //      future they completed, a call_soon) waits for the next turn, after the next poll. So
@@ -89,8 +93,8 @@ void EventLoop::run_once() {
         const std::uint32_t events = events_[i].events;
         const Watch& watch = watches_[static_cast<std::size_t>(events_[i].data.fd)];
         // An error or a hang-up wakes both sides: their own recv(), send() or getsockopt() says what.
-        if (watch.reader && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) ready_.push_back(watch.reader);
-        if (watch.writer && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) ready_.push_back(watch.writer);
+        if (watch.reader && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) collect(watch.reader);
+        if (watch.writer && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) collect(watch.writer);
     }
     const Clock::time_point now = time();
     while (!timers_.empty() && timers_.front()->when <= now) {
@@ -103,6 +107,15 @@ void EventLoop::run_once() {
         if (!handle->cancelled) run_handle(*handle);
     }
     running_.clear();  // keeps its capacity: the next turns need no new memory for their queue
+}
+
+// `handle` is a copy: a socket wait's callback removes its own Handle from the table while it runs.
+void EventLoop::collect(std::shared_ptr<Handle> handle) {
+    if (handle->completes_a_future) {
+        handle->callback();
+    } else {
+        ready_.push_back(std::move(handle));
+    }
 }
 
 // A reader, a writer or a task's step runs in place: removing it while it runs only flags it, and
@@ -173,11 +186,11 @@ void EventLoop::run(const detail::FutureBase* until) {
 
 // ---- Descriptors ---------------------------------------------------------------------------------
 
-std::shared_ptr<Handle> EventLoop::add_reader(int fd, Callback callback) {
-    return add_watch(fd, EPOLLIN, std::move(callback));
+std::shared_ptr<Handle> EventLoop::add_reader(int fd, Callback callback, bool completes_a_future) {
+    return add_watch(fd, EPOLLIN, std::move(callback), completes_a_future);
 }
-std::shared_ptr<Handle> EventLoop::add_writer(int fd, Callback callback) {
-    return add_watch(fd, EPOLLOUT, std::move(callback));
+std::shared_ptr<Handle> EventLoop::add_writer(int fd, Callback callback, bool completes_a_future) {
+    return add_watch(fd, EPOLLOUT, std::move(callback), completes_a_future);
 }
 bool EventLoop::remove_reader(int fd) { return remove_watch(fd, EPOLLIN, nullptr); }
 bool EventLoop::remove_writer(int fd) { return remove_watch(fd, EPOLLOUT, nullptr); }
@@ -185,7 +198,8 @@ bool EventLoop::remove(int fd, const std::shared_ptr<Handle>& handle) {
     return handle && (remove_watch(fd, EPOLLIN, handle.get()) || remove_watch(fd, EPOLLOUT, handle.get()));
 }
 
-std::shared_ptr<Handle> EventLoop::add_watch(int fd, std::uint32_t direction, Callback callback) {
+std::shared_ptr<Handle> EventLoop::add_watch(int fd, std::uint32_t direction, Callback callback,
+                                             bool completes_a_future) {
     if (closed_) return nullptr;
     if (fd < 0) throw std::invalid_argument("add_reader/add_writer: negative descriptor");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(static_cast<std::size_t>(fd) + 1);
@@ -194,7 +208,7 @@ std::shared_ptr<Handle> EventLoop::add_watch(int fd, std::uint32_t direction, Ca
     std::shared_ptr<Handle>& slot = direction == EPOLLIN ? watch.reader : watch.writer;
     if (slot) slot->cancelled = true;  // replaced: an event already queued for it must not run
     if (!slot && !(direction == EPOLLIN ? watch.writer : watch.reader)) ++descriptors_watched_;
-    slot = std::make_shared<Handle>(std::move(callback), false);
+    slot = std::make_shared<Handle>(std::move(callback), false, completes_a_future);
     return slot;
 }
 

@@ -55,11 +55,13 @@ class FutureBase;
 // A callback the loop has promised to call: once (call_soon, a timer) or, for a reader, a writer or
 // a task's step, each time it is due, until it is removed. The loop's tables and its ready queue
 // share it, so it outlives its removal while an entry for it is still queued; `cancelled` is how
-// that entry learns it must not run. (asyncio: events.Handle; stage 04's, with `once`.)
+// that entry learns it must not run. (asyncio: events.Handle; stage 04's, with two flags more.)
 struct Handle {
-    Handle(Callback callback, bool once) : callback(std::move(callback)), once(once) {}
+    Handle(Callback callback, bool once, bool completes_a_future = false)
+        : callback(std::move(callback)), once(once), completes_a_future(completes_a_future) {}
     Callback callback;
     bool once;  // a call_soon or a timer: runs once, and lets go of what it captured as it runs
+    bool completes_a_future;  // a socket wait's reader or writer: runs during the collect (run_once)
     bool cancelled = false;
 };
 
@@ -128,10 +130,12 @@ public:
 
     // A second add_reader for the same fd replaces the first. Throws std::invalid_argument for a
     // negative fd, std::system_error if epoll refuses the descriptor (and then changes nothing).
-    std::shared_ptr<Handle> add_reader(int fd, Callback callback);
+    // `completes_a_future`: the callback does nothing but remove itself and complete a future (a
+    // socket wait, socket.cpp), so the loop may run it as soon as it sees the event (run_once).
+    std::shared_ptr<Handle> add_reader(int fd, Callback callback, bool completes_a_future = false);
     // The same for writable. A socket is writable nearly always: remove the writer as soon as there
     // is nothing left to write, or the loop never sleeps.
-    std::shared_ptr<Handle> add_writer(int fd, Callback callback);
+    std::shared_ptr<Handle> add_writer(int fd, Callback callback, bool completes_a_future = false);
     // Return false if there was nothing to remove. The callback is never called again, even for an
     // event this turn has already collected. Never throw, so destructors may call them. Remove a
     // descriptor's reader and writer BEFORE you close it (Socket does).
@@ -187,7 +191,8 @@ private:
     void run_handle(Handle& handle);
     int epoll_timeout_ms();
     bool has_live_timers();
-    std::shared_ptr<Handle> add_watch(int fd, std::uint32_t direction, Callback callback);
+    void collect(std::shared_ptr<Handle> handle);
+    std::shared_ptr<Handle> add_watch(int fd, std::uint32_t direction, Callback callback, bool completes_a_future);
     bool remove_watch(int fd, std::uint32_t direction, const Handle* only);
     void tell_epoll(int fd, std::uint32_t interest);
 

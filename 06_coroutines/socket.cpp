@@ -19,11 +19,14 @@ class ReadinessWait final : public detail::FutureState<void> {
 public:
     ReadinessWait(EventLoop& loop, int fd, bool writable) : FutureState(loop), fd_(fd) {
         // The callback refers to this object: the destructor removes it before the object is gone.
+        // It does nothing but complete this future, so the loop runs it as soon as it sees the
+        // event, and the waiting task steps in that same turn (event_loop.cpp, run_once).
         auto ready = [this] {
             stop_watching();
             set_result();
         };
-        handle_ = writable ? loop.add_writer(fd, ready) : loop.add_reader(fd, ready);
+        constexpr bool completes_a_future = true;
+        handle_ = writable ? loop.add_writer(fd, ready, completes_a_future) : loop.add_reader(fd, ready, completes_a_future);
     }
     ~ReadinessWait() override { stop_watching(); }  // the frame that awaited us is gone
     bool cancel() override {

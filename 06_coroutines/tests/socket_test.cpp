@@ -7,18 +7,22 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "06_coroutines/socket.hpp"
 #include "06_coroutines/task.hpp"
 #include "06_coroutines/tests/helpers.hpp"
+#include "06_coroutines/wait_for.hpp"
 
 namespace sixways::coroutines {
 namespace {
 
+using namespace std::chrono_literals;
 using testing_support::Counted;
 using testing_support::epoll_watches;
 using testing_support::expect_loop_is_clean;
@@ -80,6 +84,30 @@ TEST_F(SocketTest, WaitReadableWaitsForATurnEvenWhenBytesAreThereAlready) {
     Future<void> readable = wait_readable(loop, ours);
     EXPECT_FALSE(readable.done());  // no try first: only epoll says it is readable
     run_within(loop, readable);
+    ::close(ours);
+    ::close(theirs);
+}
+
+Coroutine<std::string> wait_for_a_byte(EventLoop& loop, int fd) {
+    co_await wait_readable(loop, fd);
+    co_return "readable";
+}
+
+// The byte and the deadline are both there when the loop next looks: the socket wait completes
+// during the collect, so its task steps before the timer runs, and the answer wins. (Were the task
+// stepped a turn later, the deadline would cancel it first, and a request whose answer had arrived
+// in time would fail with a timeout.)
+TEST_F(SocketTest, AnAnswerThatArrivesInTheTurnItsDeadlineComesDueBeatsTheDeadline) {
+    EventLoop loop;
+    int ours = -1;
+    int theirs = -1;
+    std::tie(ours, theirs) = socket_pair();
+    Task<std::string> task = loop.create_task(wait_for(loop, wait_for_a_byte(loop, ours), 50ms));
+    run_one_turn(loop);  // the task waits for the byte; the deadline is set
+    ASSERT_EQ(::write(theirs, "x", 1), 1);
+    std::this_thread::sleep_for(100ms);  // the loop is away: the deadline comes due too
+    EXPECT_EQ(run_within(loop, task), "readable");
+    expect_loop_is_clean(loop);
     ::close(ours);
     ::close(theirs);
 }
