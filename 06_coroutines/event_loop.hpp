@@ -118,7 +118,8 @@ public:
     // ---- Callbacks. Each runs in run_once, on the loop's own stack. One that throws is reported
     // on stderr (as asyncio's default exception handler does) and the turn goes on. ----
 
-    // Once, on the next turn (never inside this call).
+    // Once, the next time the loop runs its ready queue (never inside this call): the next turn,
+    // or this one if called while the turn is still collecting events (run_once).
     void call_soon(Callback callback);
     // Once, on the first turn after time() reaches `when`; equal deadlines in scheduling order.
     TimerHandle call_at(Clock::time_point when, Callback callback);

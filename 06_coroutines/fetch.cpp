@@ -10,6 +10,7 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "06_coroutines/gather.hpp"
 #include "06_coroutines/socket.hpp"
@@ -31,58 +32,64 @@ public:
 // Up to this much per recv(). The bytes go straight into the parser; the buffer is not kept.
 constexpr std::size_t receive_size = 64 * 1024;
 
-// The lesson. One request, straight-line, each wait a co_await: while this coroutine waits, its
-// locals (the socket, the parser, the loop counters) stay in its frame and the loop runs the other
-// requests. It fills in `result` as it goes (the time each phase ended, then the response), so
-// that fetch() can name the phase a deadline interrupted. It throws for every error; fetch() turns
-// exceptions into the Result.
-//
-// `result` is a reference into fetch()'s frame: safe, because fetch co_awaits this coroutine, which
-// runs inside fetch's task and whose frame fetch's frame owns.
-Coroutine<void> exchange(EventLoop& loop, const Request& request, const Options& options, Result& result) {
-    // 1. Connect. A name may resolve to several addresses ("localhost" is ::1 and 127.0.0.1): try
-    //    each in turn until one accepts; the last error is the one reported.
-    if (request.addresses.empty()) throw FetchError(ErrorKind::resolve, "resolve: no address to connect to");
-    Socket socket;
+// 1. Connect. A name may resolve to several addresses ("localhost" is ::1 and 127.0.0.1): try
+//    each in turn until one accepts; the last error is the one reported. The socket is this
+//    coroutine's result: `co_await connect_to_any(...)` hands it to the caller.
+Coroutine<Socket> connect_to_any(EventLoop& loop, const std::vector<Address>& addresses) {
+    if (addresses.empty()) throw FetchError(ErrorKind::resolve, "resolve: no address to connect to");
     std::optional<SocketError> last_error;
-    for (const Address& address : request.addresses) {
+    for (const Address& address : addresses) {
         try {
             Socket attempt = Socket::open(loop, address.family());  // EMFILE: out of descriptors
             co_await sock_connect(loop, attempt.fd(), address);
-            socket = std::move(attempt);
-            break;
+            co_return std::move(attempt);
         } catch (const SocketError& error) {
             last_error = error;  // e.g. ECONNREFUSED: nobody listens there; try the next address
         }
     }
-    if (!socket) throw *last_error;
-    result.timing.connected = Clock::now();
+    throw *last_error;
+}
 
-    // 2. Send the request, all of it.
-    std::string request_bytes = build_get_request(request.url);
-    co_await sock_sendall(loop, socket.fd(), std::move(request_bytes));
-    result.timing.sent = Clock::now();
-
-    // 3. Wait for the answer: the server has only just got the request, so a recv() now would find
-    //    nothing, and cost a system call per request. Then receive until the parser says the
-    //    response is complete. A server may keep the connection open after answering; waiting for
-    //    it to close would wait until the deadline.
-    co_await wait_readable(loop, socket.fd());
+// 3. Receive the response. First wait for it: the server has only just got the request, so a
+//    recv() now would find nothing, and cost a system call per request. Then receive until the
+//    parser says the response is complete. A server may keep the connection open after answering;
+//    waiting for it to close would wait until the deadline. `timing` is the caller's: the first
+//    byte's time goes in it as soon as the byte arrives.
+Coroutine<Response> receive_response(EventLoop& loop, int fd, const Options& options, Timing& timing) {
+    co_await wait_readable(loop, fd);
     ResponseParser parser(options.body_cap, options.keep_headers);
     for (;;) {
-        const std::string data = co_await sock_recv(loop, socket.fd(), receive_size);
+        const std::string data = co_await sock_recv(loop, fd, receive_size);
         if (data.empty()) {
             // The server closed the connection: that ends a response framed by the close, and cuts
             // short any other ("connection closed after 10 of 100 body bytes").
             if (parser.finish() == ResponseParser::Status::complete) break;
             throw FetchError(ErrorKind::receive, parser.error());
         }
-        if (result.timing.first_byte == Clock::time_point{}) result.timing.first_byte = Clock::now();
+        if (timing.first_byte == Clock::time_point{}) timing.first_byte = Clock::now();
         const ResponseParser::Status status = parser.feed(data);
         if (status == ResponseParser::Status::complete) break;
         if (status == ResponseParser::Status::error) throw FetchError(ErrorKind::protocol, parser.error());
     }
-    result.response = parser.take_response();
+    co_return parser.take_response();
+}
+
+// The lesson: stage 01's fetch_one, three steps in a row, each a co_await of a coroutine that
+// hands back its result (the socket, then the response) or throws. While one of them waits, the
+// frames of all three levels stay on the heap and the loop runs the other requests. exchange fills
+// in `result` as it goes (the time each phase ended, then the response), so that fetch() can name
+// the phase a deadline interrupted; fetch() turns exceptions into the Result.
+//
+// `result` is a reference into fetch()'s frame: safe, because fetch co_awaits this coroutine, which
+// runs inside fetch's task and whose frame fetch's frame owns.
+Coroutine<void> exchange(EventLoop& loop, const Request& request, const Options& options, Result& result) {
+    Socket socket = co_await connect_to_any(loop, request.addresses);
+    result.timing.connected = Clock::now();
+
+    co_await sock_sendall(loop, socket.fd(), build_get_request(request.url));  // 2. Send it, all of it.
+    result.timing.sent = Clock::now();
+
+    result.response = co_await receive_response(loop, socket.fd(), options, result.timing);
     // `socket` closes here, and on every way out above, including cancellation.
 }
 

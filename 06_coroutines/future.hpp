@@ -6,14 +6,16 @@
 //   - a list of the tasks waiting on it, apart from the callbacks. A waiting task is linked into
 //     the list through a pointer in the task itself, so waiting allocates nothing (it happens for
 //     every socket wait), and a task that is destroyed while it waits can take itself off it.
-// Its callbacks and waiters run on a later turn of the loop, never inside set_result: a callback
-// that ran inside set_result would run in the middle of whatever code called it.
+// Its callbacks and waiters are queued, never run inside set_result: a callback that ran inside
+// set_result would run in the middle of whatever code called it. They run the next time the loop
+// runs its ready queue: the next turn, or this one when a socket wait completes the future while
+// the turn is still collecting events (event_loop.cpp, run_once).
 //
 // A Future is not an awaiter itself, as tiny.cpp's is: what `co_await future` does depends on the
 // task that waits, so task.hpp's promise turns the future into an awaiter (await_transform).
 //
 //   Future<int> future(loop);
-//   future.add_done_callback([] { ... });  // called on a later turn
+//   future.add_done_callback([] { ... });  // queued once it is done, never called inline
 //   future.set_result(42);                 // or set_exception(...), or cancel()
 //   future.result();                       // 42; rethrows the exception; CancelledError if cancelled
 //   int x = co_await future;               // in a coroutine: waits without blocking the loop
@@ -85,7 +87,7 @@ protected:
     void require_settable(const char* call) const;
     bool is_task_ = false;
     void check_result() const;  // throws unless it finished with a result
-    // Marks the future done and schedules its waiters' steps and its callbacks for the next turn.
+    // Marks the future done and queues its waiters' steps and its callbacks on the ready queue.
     void finish(Status status, std::exception_ptr error = nullptr);
     std::string state_name() const;
 
@@ -187,7 +189,7 @@ public:
     // already. For a Task: see Task::cancel.
     bool cancel() { return state_->cancel(); }
 
-    // Calls `callback` on a later turn once the future is done (on the next turn if it is done
+    // Queues `callback` on the ready queue once the future is done (at once if it is done
     // already). A callback holding a copy of the future keeps it alive until it has run.
     void add_done_callback(Callback callback) { state_->add_done_callback(std::move(callback)); }
 

@@ -48,14 +48,7 @@ public:
     Socket() = default;
     Socket(EventLoop& loop, int fd) : loop_(&loop), fd_(fd) {}
     Socket(Socket&& other) noexcept : loop_(other.loop_), fd_(std::exchange(other.fd_, -1)) {}
-    Socket& operator=(Socket&& other) noexcept {
-        if (this != &other) {
-            close();
-            loop_ = other.loop_;
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
+    Socket& operator=(Socket&&) = delete;  // nothing needs it: a Socket is made, moved out, closed
     Socket(const Socket&) = delete;
     Socket& operator=(const Socket&) = delete;
     ~Socket() { close(); }

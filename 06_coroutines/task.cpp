@@ -140,8 +140,9 @@ void TaskBase::release() {
     if (body_promise_ == nullptr) return;
     // asyncio prints the same words when the garbage collector finds a pending task. Here it means
     // the last handle went (or the loop was destroyed) while the task had work left to do. While
-    // an exception unwinds (memory ran out, and fetch_all gives up) every task goes at once: the
-    // loop says so once, in its destructor, not once per task.
+    // an exception unwinds (a CancelledError out of a crawl, or memory running out in fetch_all)
+    // every task in the vector that held them goes at once: the loop says so once, in its
+    // destructor, not once per task.
     if (std::uncaught_exceptions() > 0) {
         ++future_.loop().tasks_lost_in_unwinding_;
     } else {
