@@ -8,10 +8,10 @@
 //
 // What that costs:
 //   - Memory. Every thread has a stack of its own. The default size is 8 MiB (`ulimit -s`), which
-//     for 10,000 threads is 80 GB of address space: pages are only given memory when touched, but
+//     for 10,000 threads is 78 GiB of address space: pages are only given memory when touched, but
 //     the reservations alone can exceed what the system will promise (overcommit, RLIMIT_AS). So we
 //     ask for 64 KiB per thread, enough for fetch_one (its 16 KiB receive buffer included) and what
-//     it calls, and 640 MB of address space for 10,000 threads.
+//     it calls: 625 MiB of stacks for 10,000 threads.
 //   - Time. Creating a thread takes a system call and some microseconds, and the kernel has to
 //     schedule thousands of them; look at the cpu figure in the report.
 //   - Limits. The system caps the number of threads (`ulimit -u`, kernel.threads-max) and the
