@@ -56,8 +56,8 @@ EventLoop::~EventLoop() {
     watches_.clear();
     ::close(epoll_fd_);
     if (tasks_lost_in_unwinding_ > 0) {
-        std::cerr << "Task was destroyed but it is pending! (" << tasks_lost_in_unwinding_
-                  << " tasks, destroyed while an exception unwound)\n";
+        std::cerr << "Event loop destroyed: " << tasks_lost_in_unwinding_
+                  << " pending tasks were destroyed while an exception unwound\n";
     }
 }
 
