@@ -66,8 +66,8 @@ public:
         callbacks_[fd] = std::move(callback);
     }
 
-    // Stop watching fd, just before it is closed. epoll needs no EPOLL_CTL_DEL: closing a socket
-    // takes it out of every epoll instance.
+    // Stop watching fd, just before it is closed. epoll needs no EPOLL_CTL_DEL: closing the last
+    // descriptor of a socket takes it out of every epoll instance (this file never duplicates one).
     void forget(int fd) { callbacks_.erase(fd); }
 
     // Turns until no descriptor is watched. Without timers nothing else could call a step, so by

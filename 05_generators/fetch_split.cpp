@@ -17,9 +17,9 @@
 //         sub.send(event);                             // down to the sub-generator
 //     }
 //
-// That loop is "yield from" (Python added it to the language, PEP 380, for exactly this). It cannot
-// be written once as a function: a function that contains co_yield is a generator of its own, and
-// its co_yield would suspend it, not us. So it is written out at every call site, and:
+// That loop is "yield from" (Python added it to the language, PEP 380, for exactly this). Written
+// once as a function, it saves nothing: a function that contains co_yield is a generator of its own,
+// and its caller needs the same loop around it. So it is written out at every call site, and:
 // - Every level must re-yield by hand. Split receive into read_headers and read_body and
 //   receive_response needs two such loops of its own; each event now resumes every level in turn.
 // - No value comes back. A generator's channel out is taken by its Waits, so the socket and the
