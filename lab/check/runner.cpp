@@ -37,6 +37,9 @@ struct CheckInfo {
     const char* hint;
     const char* mistake;  // the classic mistake its failure points to, or ""
     const char* reproduce;
+    // What a failure must say for the mistake to be named: a check that fails for another reason
+    // (nothing connected at all, say) does not point to it.
+    const char* evidence = "";
 };
 
 constexpr const char* command_line_hint =
@@ -59,24 +62,25 @@ const CheckInfo checks[] = {
      "request 1 answered while request 0's server holds back the rest of its response",
      "never wait inside the loop's work: one recv() when the socket is readable, then back to the loop; "
      "EAGAIN means later, not again now; a blocking recv() (or one retried at once) holds up every other request",
-     "blocking-call-stalls-the-loop", "CHECK"},
+     "blocking-call-stalls-the-loop", "CHECK", "the loop waited on request 0"},
     {"StageChecks", "SleepsWhileTheServerThinks", "loop-sleeps-while-waiting", 4,
      "at most 30 epoll_wait calls for 3 requests to a server that thinks for 300 ms",
      "once a socket is connected and the request sent, stop watching it for writable (EPOLLOUT): it stays "
      "writable, so epoll_wait returns at once on every turn and the loop spins",
      "writer-never-removed",
      "with `LAB --port 8080` running: BIN 3 --url http://127.0.0.1:8080/delay/3000 (a report's cpu near its "
-     "wall time means a spinning loop)"},
+     "wall time means a spinning loop)",
+     "times for 3 requests"},
     {"StageChecks", "SendsALongRequestWhole", "long-request-sent-whole", 1,
      "a 16 MB request (a long path) received whole by the server",
      "send() may take only part of the bytes: add what it returns to a count and send the rest, in a loop "
      "(on a non-blocking socket: once it is writable again)",
-     "partial-send-not-continued", "CHECK"},
+     "partial-send-not-continued", "CHECK", "then nothing more"},
     {"StageChecks", "LeavesNoDescriptorOpen", "no-descriptor-left-open", 1,
      "as many descriptors open after fetch_all as before (5 requests: good, refused, cut short)",
      "close each socket on every way out, errors included: a Descriptor (common/descriptor.hpp) closes "
      "itself when it goes out of scope",
-     "socket-never-closed", "CHECK"},
+     "socket-never-closed", "CHECK", "open descriptors:"},
 
     {"ConformanceCore", "ReturnsEachPathsOwnBodyWithAllRequestsInFlight", "each-request-its-own-body", 1,
      "50 requests, each answered with its own path's body, once, in request order",
@@ -91,7 +95,7 @@ const CheckInfo checks[] = {
      "one recv() returns only what has arrived so far: call it again, feeding each piece to the "
      "ResponseParser, until the parser says the response is complete",
      "one-recv-is-not-a-response",
-     "with `LAB --port 8080` running: BIN 1 --url http://127.0.0.1:8080/bytes/3000000 --json"},
+     "with `LAB --port 8080` running: BIN 1 --url http://127.0.0.1:8080/bytes/3000000 --json", "body_bytes"},
     {"ConformanceCore", "DecodesChunkedBodiesOfAnySize", "chunked-bodies", 1,
      "chunked bodies of 0, 1 and 100000 bytes, decoded",
      "feed every piece that recv() returns to the ResponseParser and take its response: it decodes the chunks",
@@ -225,6 +229,12 @@ class FailureReporter : public testing::EmptyTestEventListener {
         for (char& c : text) {
             if (c == '\n') c = ' ';
         }
+        const std::string trace = "Google Test trace: ";  // then "file:line: " and what was traced
+        for (std::size_t at = text.find(trace); at != std::string::npos; at = text.find(trace, at)) {
+            const std::size_t colon = text.find(": ", at + trace.size());
+            if (colon == std::string::npos) break;
+            text.replace(at, colon + 2 - at, "while checking ");
+        }
         std::string single;  // runs of spaces made one
         for (char c : text) {
             if (c != ' ' || single.empty() || single.back() != ' ') single += c;
@@ -263,7 +273,7 @@ int main(int argc, char** argv) {
 
     bool real = false;
     std::string only;
-    std::string check_command = "lab/check.sh";  // how the learner runs one check again
+    std::string check_command = argv[0];  // how to run one check again: lab/check.sh gives its own
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--real") real = true;
@@ -299,7 +309,7 @@ int main(int argc, char** argv) {
         }
         failed = true;
         std::string got;
-        std::string mistake = info.mistake;
+        std::string mistake;
         if (output.killed) {
             hung = true;
             got = "no result within 20 s: it hangs (killed)";
@@ -308,6 +318,7 @@ int main(int argc, char** argv) {
         } else if (!failures.empty()) {
             got = failures[0];
             if (failures.size() > 1) got += " (and " + std::to_string(failures.size() - 1) + " more)";
+            if (*info.mistake != '\0' && got.find(info.evidence) != std::string::npos) mistake = info.mistake;
         } else {
             got = "the check's process ended with status " + std::to_string(output.exit_status) +
                   (output.exit_status > 128 ? " (killed by signal " + std::to_string(output.exit_status - 128) +
@@ -322,7 +333,7 @@ int main(int argc, char** argv) {
             mistake = "coroutine-never-resumed";
         }
         std::string hint = info.hint;
-        if (mistake == "coroutine-never-resumed" && mistake != info.mistake) {
+        if (mistake == "coroutine-never-resumed") {
             hint = "a coroutine suspended on a pending Future runs again only if the Future's done callback "
                    "schedules its task's step: await_suspend must register it, set_result must schedule it";
         }

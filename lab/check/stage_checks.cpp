@@ -89,6 +89,20 @@ ClientSockets client_sockets_to(std::uint16_t port) {
     return found;
 }
 
+// The stage's fetch_all, then `peer` joined, even when fetch_all throws (a thread destroyed
+// unjoined would end the check with std::terminate, which says nothing of why).
+std::vector<Result> fetch_joining(const StageUnderTest& stage, const std::vector<Request>& requests,
+                                  const Options& options, std::thread& peer) {
+    try {
+        std::vector<Result> results = sixways::conformance::fetch(stage, requests, options);
+        peer.join();
+        return results;
+    } catch (...) {
+        peer.join();
+        throw;
+    }
+}
+
 }  // namespace
 
 // A 16 MB path: more than the socket buffers hold, so send() takes the request in parts, and the
@@ -110,8 +124,7 @@ TEST_P(StageChecks, SendsALongRequestWhole) {
         }
     });
     const std::vector<Result> results =
-        sixways::conformance::fetch(GetParam().stage, {request_for(peer.url() + path)}, {});
-    answer.join();
+        fetch_joining(GetParam().stage, {request_for(peer.url() + path)}, {}, answer);
 
     ASSERT_EQ(problem, "") << "the peer saw no connection";
     EXPECT_TRUE(received.whole) << "the server got " << received.bytes << " bytes of a request of more than "
@@ -160,7 +173,14 @@ TEST_P(StageChecks, MakesEverySocketNonBlocking) {
     const std::vector<Request> requests = {request_for(server.url("/1")), request_for(server.url("/2")),
                                            request_for(server.url("/3"))};
     std::vector<Result> results;
-    std::thread fetching([&] { results = sixways::conformance::fetch(GetParam().stage, requests, {}); });
+    std::string thrown;
+    std::thread fetching([&] {
+        try {
+            results = sixways::conformance::fetch(GetParam().stage, requests, {});
+        } catch (const std::exception& error) {
+            thrown = error.what();
+        }
+    });
     ClientSockets seen;
     for (int look = 0; look < 2000 && seen.open == 0; ++look) {  // until the first connection
         if (server.stats().requests > 0) seen = client_sockets_to(server.port());
@@ -168,6 +188,7 @@ TEST_P(StageChecks, MakesEverySocketNonBlocking) {
     }
     fetching.join();
 
+    ASSERT_EQ(thrown, "") << "fetch_all threw";
     ASSERT_GT(seen.open, 0) << "no socket to the server was seen open while it thought";
     EXPECT_EQ(seen.non_blocking, seen.open)
         << seen.open - seen.non_blocking << " of the " << seen.open << " sockets open to the server were "
@@ -205,9 +226,8 @@ TEST_P(StageChecks, GoesOnWhileOneResponseIsHalfThere) {
             problem = error.what();
         }
     });
-    const std::vector<Result> results = sixways::conformance::fetch(
-        GetParam().stage, {request_for(peer.url()), request_for(server.url("/quick"))}, options);
-    answer.join();
+    const std::vector<Result> results = fetch_joining(
+        GetParam().stage, {request_for(peer.url()), request_for(server.url("/quick"))}, options, answer);
 
     ASSERT_EQ(problem, "") << "the peer saw no connection";
     ASSERT_EQ(results.size(), 2u);
