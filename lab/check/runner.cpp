@@ -159,6 +159,21 @@ struct Planned {
     std::string test;  // "Check/ConformanceCore.ReceivesAThreeMegabyteBodyComplete/01_tiny"
 };
 
+// "ReturnsARedirectWithoutFollowingIt" -> "returns-a-redirect-without-following-it", for a case that
+// the table does not name.
+std::string kebab_case(const std::string& name) {
+    std::string kebab;
+    for (char c : name) {
+        if (c >= 'A' && c <= 'Z') {
+            if (!kebab.empty()) kebab += '-';
+            kebab += static_cast<char>(c - 'A' + 'a');
+        } else {
+            kebab += c;
+        }
+    }
+    return kebab;
+}
+
 std::vector<Planned> plan(bool real) {
     std::vector<Planned> planned;
     std::vector<bool> taken;
@@ -190,11 +205,15 @@ std::vector<Planned> plan(bool real) {
         if (!core && !real) continue;
         const std::string& test = registered[k].second;
         static std::vector<std::string> names;  // the CheckInfo below points into them
-        names.push_back(test.substr(0, test.find('/')));
+        names.push_back(kebab_case(test.substr(0, test.find('/'))));
         const CheckInfo info{"", "", names.back().c_str(), 1,
-                             core ? "what the core conformance case checks" : "what the full stage does",
-                             "read the case in tests/conformance_core.cpp or tests/conformance.cpp", "",
-                             "CHECK"};
+                             core ? "what the core conformance case in tests/conformance_core.cpp checks"
+                                  : "what a full stage does (the case in tests/conformance.cpp)",
+                             core ? "read the case in tests/conformance_core.cpp"
+                                  : "a full stage keeps a deadline per request (options.timeout), keeps at most "
+                                    "options.concurrency requests in flight, and tries each address in turn; "
+                                    "read the case in tests/conformance.cpp",
+                             "", "CHECK"};
         planned.push_back({info, registered[k].first + "." + test});
     }
     return planned;
@@ -337,7 +356,8 @@ int main(int argc, char** argv) {
             hint = "a coroutine suspended on a pending Future runs again only if the Future's done callback "
                    "schedules its task's step: await_suspend must register it, set_result must schedule it";
         }
-        std::string reproduce = replaced(info.reproduce, "CHECK", check_command + " --only " + info.name);
+        std::string reproduce = replaced(info.reproduce, "CHECK",
+                                         check_command + (real ? " --real" : "") + " --only " + info.name);
         reproduce = replaced(reproduce, "BIN", checked_stage.stage.binary);
         reproduce = replaced(reproduce, "LAB", checked_stage.labserver);
         std::cout << "[FAIL] " << info.name << ": expected " << info.expected << ", got " << got << "; hint: "

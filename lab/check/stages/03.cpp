@@ -9,3 +9,9 @@ const CheckedStage checked_stage{
 
 INSTANTIATE_TEST_SUITE_P(Check, ConformanceCore, testing::Values(checked_stage.stage), StageName());
 INSTANTIATE_TEST_SUITE_P(Check, StageChecks, testing::Values(checked_stage));
+// --real: the rest of the suite, on fetch_all alone. Its command-line cases need a full stage's
+// options (--timeout, --concurrency), which tiny_main.cpp refuses: with no binary, they skip.
+INSTANTIATE_TEST_SUITE_P(Real, Conformance,
+                         testing::Values(StageUnderTest{checked_stage.stage.name, checked_stage.stage.fetch_all, "",
+                                                        checked_stage.stage.one_at_a_time}),
+                         StageName());
