@@ -267,9 +267,11 @@ class FailureReporter : public testing::EmptyTestEventListener {
 
 int run_one(char* program, const std::string& test) {
     std::string filter = "--gtest_filter=" + test;
-    std::vector<char*> args = {program, filter.data()};
-    int count = static_cast<int>(args.size());
-    testing::InitGoogleTest(&count, args.data());
+    // As main's argv: its last element null. InitGoogleTest moves the null along when it takes
+    // out the flag it reads.
+    char* args[] = {program, filter.data(), nullptr};
+    int count = 2;
+    testing::InitGoogleTest(&count, args);
     testing::TestEventListeners& listeners = testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
     listeners.Append(new FailureReporter);
@@ -302,8 +304,9 @@ int main(int argc, char** argv) {
         else if (arg == "--command" && i + 1 < argc) check_command = argv[++i];
         else return usage(argv[0], "unknown argument '" + arg + "'");
     }
+    char* no_flags[] = {argv[0], nullptr};
     int count = 1;
-    testing::InitGoogleTest(&count, argv);  // registers the cases, to be listed; runs none
+    testing::InitGoogleTest(&count, no_flags);  // registers the cases, to be listed; runs none
     std::vector<Planned> planned = plan(real);
     if (!only.empty()) {
         std::erase_if(planned, [&](const Planned& p) { return p.name != only; });
