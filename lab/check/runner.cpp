@@ -106,9 +106,11 @@ const CheckInfo checks[] = {
      "", "CHECK"},
     {"ConformanceCore", "ReportsAResponseCutShortAsAReceiveError", "cut-short-is-a-receive-error", 1,
      "a `receive` error, at once, when the server closes or resets before the response is complete",
-     "recv() returning 0 too soon: parser.finish() returns error, which is a `receive` error; recv() failing "
-     "(ECONNRESET) is one too",
-     "", "with `LAB --port 8080` running: BIN 1 --url http://127.0.0.1:8080/fault/short-body"},
+     "when recv() returns 0, the server has closed: call parser.finish(), which says whether the close "
+     "completes the response (a body framed by the close) or cuts it short (error: a `receive` error, with "
+     "parser.error()); recv() failing (ECONNRESET) is a `receive` error too",
+     "", "with `LAB --port 8080` running: BIN 1 --url http://127.0.0.1:8080/fault/close (and /fault/partial-headers, "
+     "/fault/short-body, /fault/reset)"},
     {"ConformanceCore", "ReportsARefusedConnectionAsAConnectError", "refused-is-a-connect-error", 1,
      "a `connect` error that says \"Connection refused\"",
      "a connect() that fails (or SO_ERROR, after a non-blocking one) is the request's `connect` error: "
