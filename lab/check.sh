@@ -26,7 +26,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
 }
 
 bad_usage() {
