@@ -126,10 +126,12 @@ TEST_P(StageChecks, SendsALongRequestWhole) {
     const std::vector<Result> results =
         fetch_joining(GetParam().stage, {request_for(peer.url() + path)}, {}, answer);
 
-    ASSERT_EQ(problem, "") << "the peer saw no connection";
-    EXPECT_TRUE(received.whole) << "the server got " << received.bytes << " bytes of a request of more than "
-                                << (16 << 20) << ", then nothing more for 3 s";
+    if (!problem.empty()) FAIL() << "no connection came to the server (" << problem << ")";
     ASSERT_EQ(results.size(), 1u);
+    if (!received.whole) {
+        ADD_FAILURE() << "the server got " << received.bytes << " bytes of a request of more than " << (16 << 20)
+                      << ", then nothing more for 3 s";
+    }
 }
 
 // A few good requests, a refused one and two faults, then as many descriptors open as before.
@@ -147,9 +149,10 @@ TEST_P(StageChecks, LeavesNoDescriptorOpen) {
             {});
     }
     const int after = open_descriptors();
-    EXPECT_EQ(after, before) << "open descriptors: " << before << " before fetch_all, " << after
-                             << " after it returned";
     ASSERT_EQ(results.size(), 5u);
+    if (after != before) {
+        ADD_FAILURE() << before << " descriptors open before fetch_all, " << after << " after it returned";
+    }
 }
 
 // Five requests to a server that thinks for 300 ms, through the binary: its --json report's
@@ -159,9 +162,11 @@ TEST_P(StageChecks, HasRequestsInFlightAtOnce) {
     server.start();
     const auto output =
         sixways::conformance::run_program(GetParam().stage.binary, {"5", "--url", server.url("/"), "--json"}, 20s);
-    ASSERT_EQ(output.exit_status, 0) << output.err;
-    const sixways::Json report = sixways::parse_json(output.out);
-    EXPECT_GT(report.at("concurrency").number, 1) << "at most 1 request was in flight at any time";
+    if (output.exit_status != 0) {
+        FAIL() << "the binary exited with status " << output.exit_status << ": " << output.err;
+    }
+    const double most = sixways::parse_json(output.out).at("concurrency").number;
+    if (most <= 1) ADD_FAILURE() << "at most " << most << " request in flight at any time";
 }
 
 // Three requests to a server that thinks for 500 ms: while they wait, every socket of this process
@@ -188,11 +193,12 @@ TEST_P(StageChecks, MakesEverySocketNonBlocking) {
     }
     fetching.join();
 
-    ASSERT_EQ(thrown, "") << "fetch_all threw";
-    ASSERT_GT(seen.open, 0) << "no socket to the server was seen open while it thought";
-    EXPECT_EQ(seen.non_blocking, seen.open)
-        << seen.open - seen.non_blocking << " of the " << seen.open << " sockets open to the server were "
-        << "in blocking mode";
+    if (!thrown.empty()) FAIL() << "fetch_all threw: " << thrown;
+    if (seen.open == 0) FAIL() << "no socket to the server was seen open while it thought";
+    if (seen.non_blocking != seen.open) {
+        ADD_FAILURE() << seen.open - seen.non_blocking << " of the " << seen.open
+                      << " sockets open to the server in blocking mode";
+    }
 }
 
 // Request 0's server sends the head of its response and holds the body back until request 1 has
@@ -229,12 +235,14 @@ TEST_P(StageChecks, GoesOnWhileOneResponseIsHalfThere) {
     const std::vector<Result> results = fetch_joining(
         GetParam().stage, {request_for(peer.url()), request_for(server.url("/quick"))}, options, answer);
 
-    ASSERT_EQ(problem, "") << "the peer saw no connection";
+    if (!problem.empty()) FAIL() << "no connection came to request 0's server (" << problem << ")";
     ASSERT_EQ(results.size(), 2u);
-    EXPECT_TRUE(results[1].ok()) << results[1].error_message;
-    ASSERT_EQ(order.size(), 2u) << "on_result was not called once for each request";
-    EXPECT_EQ(order[0], 1u) << "request 1 got its result only after request 0's body came: the loop waited "
-                               "on request 0";
+    if (!results[1].ok()) FAIL() << "request 1 failed: " << results[1].error_message;
+    if (order.size() != 2) FAIL() << "on_result was called " << order.size() << " times for 2 requests";
+    if (order[0] != 1) {
+        ADD_FAILURE() << "request 1 got its result only after request 0's body came: the loop waited on "
+                         "request 0";
+    }
 }
 
 // Three requests to a server that thinks for 300 ms. The loop should sleep in epoll_wait until a
@@ -251,6 +259,6 @@ TEST_P(StageChecks, SleepsWhileTheServerThinks) {
     const int calls = sixways::testing_support::epoll_wait_calls_on_this_thread() - before;
 
     ASSERT_EQ(results.size(), 3u);
-    EXPECT_GE(calls, 1) << "fetch_all never called epoll_wait";
-    EXPECT_LE(calls, 30) << "fetch_all called epoll_wait " << calls << " times for 3 requests";
+    if (calls < 1) ADD_FAILURE() << "fetch_all never called epoll_wait";
+    if (calls > 30) ADD_FAILURE() << "fetch_all called epoll_wait " << calls << " times for 3 requests";
 }
