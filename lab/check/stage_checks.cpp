@@ -105,8 +105,8 @@ std::vector<Result> fetch_joining(const StageUnderTest& stage, const std::vector
 
 }  // namespace
 
-// A 16 MB path: more than the socket buffers hold, so send() takes the request in parts, and the
-// rest must follow. The peer reads until the request's blank line, or until the client has sent
+// A 16 MB path: more than the socket buffers hold while the peer reads nothing, so send() takes
+// the request in parts, and the rest must follow. The peer reads until the request's blank line, or until the client has sent
 // nothing for 3 s; then it answers either way, so a client that stopped sending half way gets an
 // answer and the check ends.
 TEST_P(StageChecks, SendsALongRequestWhole) {
@@ -117,6 +117,9 @@ TEST_P(StageChecks, SendsALongRequestWhole) {
     std::thread answer([&] {
         try {
             const Descriptor connection(peer.accept());
+            // Nothing read for a moment: the socket buffers fill up, so that one send() cannot
+            // take the whole request even while the peer reads (nothing here is timed).
+            std::this_thread::sleep_for(200ms);
             received = read_request(connection.fd(), 3000);
             send_all(connection.fd(), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
         } catch (const std::exception& error) {
