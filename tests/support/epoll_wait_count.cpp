@@ -28,6 +28,8 @@ extern "C" int epoll_wait(int epoll_fd, epoll_event* events, int max_events, int
 
 namespace sixways::testing_support {
 
+int epoll_wait_calls_on_this_thread() { return epoll_wait_calls; }
+
 void expect_few_epoll_waits_while_the_server_thinks(const FetchAll& fetch_all) {
     using namespace std::chrono_literals;
     lab::LabServer server(on_loopback(300ms));

@@ -14,4 +14,8 @@ namespace sixways::testing_support {
 // six, not one per turn of a spinning loop. No deadline is given, and none is needed.
 void expect_few_epoll_waits_while_the_server_thinks(const FetchAll& fetch_all);
 
+// How many epoll_wait calls the calling thread has made so far, for a check with bounds of its own
+// (the learner's checker, lab/check/, allows more than our own stages are held to).
+int epoll_wait_calls_on_this_thread();
+
 }  // namespace sixways::testing_support
