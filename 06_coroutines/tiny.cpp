@@ -20,9 +20,6 @@
 // the first one only), gather, Futures that carry exceptions (errors are plain values here), and a
 // coroutine that awaits another coroutine (a task's stack of awaited coroutines). Without a
 // timeout, a server that never answers is waited for until Ctrl-C: the next files fix that.
-// Running out of memory (`ulimit -v`) is handled by neither this nor the full runtime: a
-// std::bad_alloc leaves fetch_all, and the command line counts every request without a result as
-// failed, `limit`, "out of memory".
 #include "06_coroutines/tiny.hpp"
 
 #include <sys/epoll.h>
@@ -85,19 +82,15 @@ public:
             const int count = ::epoll_wait(epoll_, events, max_events, ready_.empty() ? -1 : 0);
             if (count < 0 && errno != EINTR) throw os_error("epoll_wait");  // EINTR: a signal
             for (int i = 0; i < count; ++i) {
-                // Every descriptor epoll reports is still watched: no callback has run since the
-                // last epoll_wait, and a removed watch left epoll at once. An error or a hang-up
-                // wakes both sides: the call each one makes then reports it.
+                // An error or a hang-up wakes both sides: the call each one makes then reports it.
                 const Watch& watch = watches_.at(events[i].data.fd);
                 const bool failed = (events[i].events & (EPOLLERR | EPOLLHUP)) != 0;
                 if (watch.reader && (failed || (events[i].events & EPOLLIN))) call_soon(watch.reader);
                 if (watch.writer && (failed || (events[i].events & EPOLLOUT))) call_soon(watch.writer);
             }
             // The callbacks that are ready now, and no more: those they schedule wait for the next
-            // turn, after the next look at epoll. Each runs as a copy taken out of the queue, so a
-            // callback may replace or remove its own watch while it runs. A queued socket callback
-            // cannot be stale: a descriptor belongs to one fetch, which is waiting for that very
-            // callback, and nothing else removes a watch or closes a socket.
+            // turn. Each runs as a copy taken out of the queue, so it may remove its own watch.
+            // (No callback runs during the scan above, so no event in it can be stale.)
             for (std::size_t n = ready_.size(); n > 0; --n) {
                 const Callback callback = std::move(ready_.front());
                 ready_.pop_front();
