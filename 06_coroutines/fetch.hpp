@@ -3,8 +3,9 @@
 // Stage 05 wrote the fetch top to bottom again, as a generator that yields what it waits for, but
 // a generator cannot hand its waiting to a sub-generator: the loop knew about descriptors and
 // deadlines, and everything else was done by hand. Here `co_await` composes. The fetch awaits
-// sock_connect, sock_sendall and sock_recv, coroutines that wait on the socket through futures;
-// the deadline is wait_for around the whole exchange; all requests together are one gather, or,
+// connect_to_any, sock_sendall and receive_response, coroutines that wait on the socket through
+// futures and hand back the socket and the response; the deadline is wait_for around the whole
+// exchange; all requests together are one gather, or,
 // with a concurrency limit, C workers that share the list. The loop underneath
 // (event_loop.hpp) knows nothing of HTTP.
 #pragma once

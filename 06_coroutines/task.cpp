@@ -11,7 +11,7 @@ TaskBase::TaskBase(detail::FutureBase& future, std::coroutine_handle<> body, det
                    std::string name)
     : future_(future), body_promise_(&body_promise), name_(std::move(name)) {
     body_promise.task_ = this;
-    frames_.reserve(4);  // fetch, wait_for, exchange, a socket call: one allocation for the usual depth
+    frames_.reserve(5);  // fetch, wait_for, exchange, receive_response, sock_recv: one allocation
     frames_.push_back(body);
 }
 
