@@ -22,9 +22,9 @@
 // and its caller needs the same loop around it. So it is written out at every call site, and:
 // - Every level must re-yield by hand. Split receive into read_headers and read_body and
 //   receive_response needs two such loops of its own; each event now resumes every level in turn.
-// - No value comes back. A generator's channel out is taken by its Waits, so the socket and the
-//   outcome come back through side channels (the `socket` and `result` out-parameters) that the
-//   caller must remember to check.
+// - A value comes back only after that loop. generator.hpp's Generator has no return value (stage
+//   05 writes results into the request's slot), so the socket comes back through an out-parameter;
+//   with one (tiny.cpp's has), the caller would read sub.result() after the loop, not instead of it.
 // - Exceptions and cancellation cross each level only because each loop passes them on: an
 //   exception in a sub-generator reaches us because our Generator::send rethrows it; a timeout
 //   reaches the sub-generator only because we send it every event unchanged. A level that looked
@@ -50,7 +50,7 @@ namespace sixways::generators {
 namespace {
 
 // Connects to one of request.addresses. On success `socket` holds the connected socket; on failure
-// `result` holds the error. (The outcome would be the return value, if a generator had one.)
+// `result` holds the error. (A return value would spare the out-parameter, not the caller's loop.)
 Fetch connect_to_any(const Request& request, const Options& options, Result& result,
                      Descriptor& socket) {
     const char* failed_call = "connect";
@@ -159,7 +159,7 @@ Fetch fetch_one_split(const Request& request, const Options& options, Result& re
         const Event event = co_yield connecting.current();
         connecting.send(event);
     }
-    if (!result.ok()) co_return;  // the sub-generator's "return value", read from the side channel
+    if (!result.ok()) co_return;  // the sub-generator's outcome, read from the side channel
 
     const std::string request_bytes = build_get_request(request.url);
     Fetch sending = send_all(socket.fd(), request_bytes, options, result);

@@ -1,50 +1,20 @@
-// Exercise 3 of chapter 04: why finish() cancels the timer. A "request" whose response and deadline
-// land in the same turn of the loop, once without and once with the cancel.
+// Exercise 3 of chapter 04: why finish() cancels the timer. The response and the deadline land in
+// the same turn of the loop, and the reader cancels the timer, as Fetcher::finish() does.
 #include <gtest/gtest.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include "04_callbacks/event_loop.hpp"
+#include "docs/solutions/04_callbacks/readable_pair.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using sixways::callbacks::EventLoop;
 using sixways::callbacks::TimerHandle;
-
-// A connected pair of UNIX stream sockets with a byte waiting at the reading end: that end is
-// readable from the first turn on.
-struct ReadablePair {
-    int ends[2] = {-1, -1};
-    ReadablePair() {
-        EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, ends), 0);
-        EXPECT_EQ(::write(ends[1], "x", 1), 1);
-    }
-    ~ReadablePair() {
-        ::close(ends[0]);
-        ::close(ends[1]);
-    }
-    int reading_end() const { return ends[0]; }
-};
-
-TEST(Solution04ExactlyOneOutcome, WithoutCancellingTheTimerARequestSucceedsAndThenTimesOut) {
-    EventLoop loop;
-    ReadablePair pair;
-    const int fd = pair.reading_end();
-    std::vector<std::string> outcomes;
-    loop.add_reader(fd, [&] {
-        outcomes.push_back("response");
-        loop.remove_reader(fd);  // ...but the timer is left as it is
-    });
-    loop.call_later(0ms, [&] { outcomes.push_back("timeout"); });  // due in the first turn
-    loop.run();
-    // Both ran, in this order: a turn collects readiness before due timers.
-    EXPECT_EQ(outcomes, (std::vector<std::string>{"response", "timeout"}));
-}
+using sixways::solutions::ReadablePair;
 
 TEST(Solution04ExactlyOneOutcome, CancellingTheTimerInTheReaderLeavesOnlyTheResponse) {
     EventLoop loop;
