@@ -51,7 +51,8 @@ constexpr const char* command_line_hint =
 const CheckInfo checks[] = {
     {"StageChecks", "HasRequestsInFlightAtOnce", "requests-in-flight-at-once", 2,
      "5 requests in flight at the same time (the --json report's \"concurrency\" above 1)",
-     "start every request before waiting for any: a thread each, all started before the first join", "",
+     "start every request before waiting for any (stage 02: a thread each, all started before the first "
+     "join; from stage 03 on: every request's socket in the one loop from the start)", "",
      "with `LAB --port 8080` running: BIN 5 --url http://127.0.0.1:8080/ --json"},
     {"StageChecks", "MakesEverySocketNonBlocking", "sockets-never-block", 3,
      "every socket to the server in non-blocking mode (O_NONBLOCK) while the server thinks",
