@@ -90,7 +90,7 @@ public:
             }
             // The callbacks that are ready now, and no more: those they schedule wait for the next
             // turn. Each runs as a copy taken out of the queue, so it may remove its own watch.
-            // (No callback runs during the scan above, so no event in it can be stale.)
+            // (None is stale: no timers here, and a fetch closes its socket after removing its watch.)
             for (std::size_t n = ready_.size(); n > 0; --n) {
                 const Callback callback = std::move(ready_.front());
                 ready_.pop_front();
