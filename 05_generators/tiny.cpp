@@ -165,7 +165,7 @@ Fetch fetch(const Request& request, const Options& options) {
     timing.sent = Clock::now();
 
     // 3. Receive until the parser says the response is complete (a server may keep the connection
-    //    open after answering). Wait first: just after sending, the answer cannot be there yet.
+    //    open after answering). Wait first: just after sending, the answer is rarely there yet.
     //    recv() returning 0, the end of the stream, completes a body framed by the close and cuts
     //    any other short ("connection closed after 10 of 100 body bytes"), a `receive` error.
     ResponseParser parser(options.body_cap, options.keep_headers);

@@ -191,7 +191,7 @@ private:
 
     Descriptor epoll_;
     std::function<void(std::size_t, Result&)> finished_;
-    std::deque<Fetch> fetches_;  // a deque never moves what it holds
+    std::deque<Fetch> fetches_;  // a vector would do too: moving a Fetch moves only its handle
     std::unordered_map<int, std::size_t> waiting_;  // which fetch waits on each descriptor
 };
 
