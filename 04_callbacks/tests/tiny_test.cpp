@@ -30,33 +30,14 @@ namespace {
 
 using namespace std::chrono_literals;
 using lab::LabServer;
+using testing_support::client_sockets_to;
+using testing_support::ClientSockets;
 using testing_support::on_loopback;
 using testing_support::request_for;
 
 std::vector<Result> fetch(const std::vector<Request>& requests, const Options& options = {}) {
     const testing_support::Watchdog watchdog("04_tiny's fetch_all", 60s);
     return fetch_all(requests, options);
-}
-
-// The sockets of this process connected to a server on `port` (the client's ends, not the lab
-// server's), and how many of them are in non-blocking mode.
-struct ClientSockets {
-    int open = 0;
-    int non_blocking = 0;
-};
-ClientSockets client_sockets_to(std::uint16_t port) {
-    ClientSockets found;
-    for (int fd = 0; fd < 1024; ++fd) {
-        struct stat status {};
-        if (::fstat(fd, &status) != 0 || !S_ISSOCK(status.st_mode)) continue;
-        sockaddr_in peer{};
-        socklen_t length = sizeof peer;
-        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) continue;
-        if (peer.sin_family != AF_INET || ntohs(peer.sin_port) != port) continue;
-        ++found.open;
-        if ((::fcntl(fd, F_GETFL) & O_NONBLOCK) != 0) ++found.non_blocking;
-    }
-    return found;
 }
 
 // ---- fetch_all ----

@@ -30,6 +30,8 @@ using sixways::Options;
 using sixways::Request;
 using sixways::Result;
 using sixways::lab::LabServer;
+using sixways::testing_support::client_sockets_to;
+using sixways::testing_support::ClientSockets;
 using sixways::testing_support::on_loopback;
 using sixways::testing_support::open_descriptors;
 using sixways::testing_support::request_for;
@@ -66,27 +68,6 @@ void send_all(int fd, const std::string& bytes) {
         if (n <= 0) return;
         sent += static_cast<std::size_t>(n);
     }
-}
-
-// The sockets of this process connected to `port` (the client's ends), and how many of them are in
-// non-blocking mode.
-struct ClientSockets {
-    int open = 0;
-    int non_blocking = 0;
-};
-ClientSockets client_sockets_to(std::uint16_t port) {
-    ClientSockets found;
-    for (int fd = 0; fd < 1024; ++fd) {
-        struct stat status {};
-        if (::fstat(fd, &status) != 0 || !S_ISSOCK(status.st_mode)) continue;
-        sockaddr_in peer{};
-        socklen_t length = sizeof peer;
-        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) continue;
-        if (peer.sin_family != AF_INET || ntohs(peer.sin_port) != port) continue;
-        ++found.open;
-        if ((::fcntl(fd, F_GETFL) & O_NONBLOCK) != 0) ++found.non_blocking;
-    }
-    return found;
 }
 
 // The stage's fetch_all, then `peer` joined, even when fetch_all throws (a thread destroyed

@@ -1,10 +1,12 @@
 #include "tests/support/stage_support.hpp"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -209,6 +211,21 @@ Watchdog::~Watchdog() {
     }
     dismissed_.notify_one();
     thread_.join();
+}
+
+ClientSockets client_sockets_to(std::uint16_t port) {
+    ClientSockets found;
+    for (int fd = 0; fd < 1024; ++fd) {
+        struct stat status {};
+        if (::fstat(fd, &status) != 0 || !S_ISSOCK(status.st_mode)) continue;
+        sockaddr_in peer{};
+        socklen_t length = sizeof peer;
+        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) continue;
+        if (peer.sin_family != AF_INET || ntohs(peer.sin_port) != port) continue;
+        ++found.open;
+        if ((::fcntl(fd, F_GETFL) & O_NONBLOCK) != 0) ++found.non_blocking;
+    }
+    return found;
 }
 
 }  // namespace sixways::testing_support

@@ -146,4 +146,12 @@ private:
     rlimit saved_{};
 };
 
+// The sockets of this process connected to a server on `port` (the client's ends, not the
+// server's), and how many of them are in non-blocking mode.
+struct ClientSockets {
+    int open = 0;
+    int non_blocking = 0;
+};
+ClientSockets client_sockets_to(std::uint16_t port);
+
 }  // namespace sixways::testing_support
