@@ -114,7 +114,7 @@ Result failed(Result& result, ErrorKind otherwise, const char* call, int error) 
 
 // One recv() into the parser. The buffer is on the stack of whoever resumed the fetch, not in the
 // fetch's frame: a frame lives as long as its request, and 64 KiB in each of 10,000 frames would
-// be 640 MB.
+// be 625 MiB.
 ssize_t receive_into(int fd, ResponseParser& parser) {
     char buffer[64 * 1024];
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);

@@ -280,7 +280,7 @@ struct Received { std::string bytes; int error = 0; };
 // This one waits first, as 500 Lines' read() does: the first recv comes just after the request
 // was sent, when the answer cannot be there yet. recv() then takes whatever has arrived. The
 // buffer is on the callback's stack, not in the fetch's frame: a frame lives as long as its
-// request, and a 64 KiB buffer in each of 10,000 frames would be 640 MB.
+// request, and a 64 KiB buffer in each of 10,000 frames would be 625 MiB.
 Future<Received> sock_recv(EventLoop& loop, int fd) {
     Future<Received> received(loop);
     loop.add_reader(fd, [&loop, fd, received]() mutable {
