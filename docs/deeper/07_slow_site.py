@@ -1,20 +1,22 @@
-# python3 docs/deeper/07_slow_site.py PORT [LAB_PORT]: the lab server's /site/ (on 127.0.0.1:LAB_PORT,
-# 8080 if not given), served on 127.0.0.1:PORT with every answer 100 ms late, as if each page came
-# from a distant server.
+# python3 docs/deeper/07_slow_site.py LAB_URL [PORT]: the lab server's site (LAB_URL is the lab
+# server's URL, http://127.0.0.1:LAB_PORT/), served on 127.0.0.1:PORT with every answer 100 ms late,
+# as if each page came from a distant server. PORT 0, the default, is any free port; the first line
+# printed says which, as the lab server's does: listening on http://127.0.0.1:PORT/ (...)
 import http.client
 import sys
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-LAB_PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 8080
+LAB = urllib.parse.urlsplit(sys.argv[1])
 
 
 class SlowSite(BaseHTTPRequestHandler):
     def do_GET(self):
         time.sleep(0.1)
         # The Host header is passed on, so the site's absolute links and redirects point here.
-        lab = http.client.HTTPConnection("127.0.0.1", LAB_PORT, timeout=10)
+        lab = http.client.HTTPConnection(LAB.hostname, LAB.port, timeout=10)
         lab.request("GET", self.path, headers={"Host": self.headers["Host"]})
         answer = lab.getresponse()
         body = answer.read()
@@ -32,4 +34,7 @@ class SlowSite(BaseHTTPRequestHandler):
 
 
 ThreadingHTTPServer.request_queue_size = 64  # the listen backlog: room for many workers at once
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), SlowSite).serve_forever()
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[2]) if len(sys.argv) > 2 else 0), SlowSite)
+# Printed once the socket listens, and flushed: a reader waiting for this line may crawl at once.
+print(f"listening on http://127.0.0.1:{server.server_port}/ (every answer 100 ms late)", flush=True)
+server.serve_forever()
