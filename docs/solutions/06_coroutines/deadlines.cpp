@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     const Url page_url = parse_url(base + "page");
     const Url hang_url = parse_url(base + "fault/hang");
     // resolve() blocks: call it before the loop runs. Named locals, not temporaries inside a
-    // co_await expression (g++ 12, the chapter's second mistake).
+    // co_await expression (g++ 12 may destroy such a temporary twice: GCC PR 107288).
     const Request page{page_url, resolve(page_url)};
     const Request hang{hang_url, resolve(hang_url)};
     EventLoop loop;
