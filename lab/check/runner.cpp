@@ -368,6 +368,13 @@ int main(int argc, char** argv) {
             hint = "a coroutine suspended on a pending Future runs again only if the Future's done callback "
                    "schedules its task's step: await_suspend must register it, set_result must schedule it";
         }
+        // A loop that never reached epoll_wait did not spin on a writer left watched: its waits
+        // never handed control back to it.
+        if (got.find("never called epoll_wait") != std::string::npos) {
+            hint = "after EAGAIN or EINPROGRESS, hand control back to the loop (return, co_yield, co_await) so "
+                   "that it sleeps in epoll_wait; a wait that does not suspend (await_ready() true) makes the "
+                   "fetch try the call again at once, and spin";
+        }
         std::string reproduce = replaced(info.reproduce, "CHECK",
                                          check_command + (real ? " --real" : "") + " --only " + check.name);
         reproduce = replaced(reproduce, "BIN", checked_stage.stage.binary);
