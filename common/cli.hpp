@@ -1,7 +1,11 @@
 // The command line every stage shares, and the run around a stage's fetch_all: parse, resolve once,
 // fetch, report. None of this is the lesson; a stage's main.cpp is a call to run_stage.
 //
-//   NN_name [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--trace FILE] [--help]
+//   NN_name [N] [--url URL] [--concurrency C] [--timeout DURATION] [--json] [--trace FILE]
+//           [--explain] [--help]
+//
+// --explain reaches a stage through one mechanism: the stage says it narrates (StageInfo::narrates),
+// and run_stage sets explain::narrating before the fetch, which turns the stage's hooks on.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +31,7 @@ struct StageInfo {
     std::string summary;           // one line for --help: how this stage waits
     FetchAll fetch_all;
     bool one_at_a_time = false;    // true for 01: --concurrency is accepted but always 1
+    bool narrates = false;         // true for 04, 05, 06: --explain tells their loop's turns
     std::vector<StageFlag> flags;  // this stage's own options
     // Shared options this stage does not offer: using one is bad usage, and the message gives
     // `refused_because`; --help lists them apart. 06_tiny has no deadline and no limit, so it
@@ -42,6 +47,7 @@ struct CliOptions {
     std::size_t concurrency = 0;   // 0: all at once
     Duration timeout = std::chrono::seconds(10);
     bool json = false;
+    bool explain = false;          // --explain: narrate the loop on stdout (common/explain.hpp)
     std::string trace_path;        // --trace FILE: where to write the timeline (empty: none)
     bool help = false;
 };
