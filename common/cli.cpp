@@ -678,7 +678,7 @@ int fetch_and_report(const StageInfo& stage, const CliOptions& cli,
     // Resolve once, before any fetching: getaddrinfo blocks (see common/address.cpp).
     std::vector<Address> addresses;
     std::string resolve_error;
-    TraceRun trace_run{stage.name, cli.url.to_string(), cli.requests, Clock::now(), {}, {}};
+    TraceRun trace_run{stage.name, cli.url.to_string(), cli.requests, Clock::now(), {}, {}, {}};
     try {
         addresses = resolve(cli.url);
     } catch (const ResolveError& error) {
@@ -716,9 +716,10 @@ int fetch_and_report(const StageInfo& stage, const CliOptions& cli,
         Clock::time_point started = Clock::now();
         try {
             const std::vector<Request> requests(cli.requests, Request{cli.url, addresses});
-            explain::narrating = cli.explain;
+            explain::start(cli.explain, trace_file != nullptr);
             results = stage.fetch_all(requests, options);
             explain::finish();
+            trace_run.loop = explain::take_trace();
         } catch (const std::bad_alloc&) {
             const std::size_t failed = run.fail_unfinished_for_memory(results);
             watcher.stop();  // no progress line after this one

@@ -5,7 +5,7 @@
 //           [--explain] [--help]
 //
 // --explain reaches a stage through one mechanism: the stage says it narrates (StageInfo::narrates),
-// and run_stage sets explain::narrating before the fetch, which turns the stage's hooks on.
+// and run_stage calls explain::start before the fetch, which turns the stage's hooks on.
 #pragma once
 
 #include <cstddef>

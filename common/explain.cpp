@@ -21,10 +21,9 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include "common/duration.hpp"
 
 namespace sixways::explain {
 
@@ -32,6 +31,10 @@ namespace {
 
 // What the narration remembers. One thread runs a stage's loop, so nothing here needs a lock.
 struct Narration {
+    bool printing = false;          // --explain
+    bool tracing = false;           // --trace
+    LoopTrace trace;
+    std::unordered_map<std::uint64_t, std::string> woken_by;  // stage 06, by task number
     std::size_t turn = 0;           // 0: before the first epoll_wait
     std::string turn_line;          // the turn's line, printed once its events are all in
     Clock::time_point last_hook = Clock::now();
@@ -51,7 +54,14 @@ Narration& narration() {
     return state;
 }
 
-bool in_full() { return narration().turn <= full_turns; }
+bool in_full() { return narration().printing && narration().turn <= full_turns; }
+
+// The turn being recorded, if any.
+TurnRecord* current_turn() {
+    Narration& n = narration();
+    return n.tracing && !n.trace.turns.empty() && n.trace.turns_dropped == 0 ? &n.trace.turns.back()
+                                                                             : nullptr;
+}
 
 void flush_turn_line() {
     Narration& n = narration();
@@ -79,6 +89,7 @@ public:
         after_event_ = std::exchange(n.after_event, false);
         since_last_ = Clock::now() - n.last_hook;
         n.last_hook += since_last_;
+        if (TurnRecord* turn = current_turn()) turn->ran_until = n.last_hook;
     }
     ~Hook() { errno = errno_; }
     Hook(const Hook&) = delete;
@@ -127,6 +138,14 @@ std::string milliseconds(Duration d) {
     return text;
 }
 
+// The step being recorded ends now, suspended on `what`.
+void end_step(const std::string& what) {
+    Narration& n = narration();
+    if (!n.tracing || n.trace.steps.empty() || n.trace.steps_dropped > 0) return;
+    n.trace.steps.back().ended = n.last_hook;
+    n.trace.steps.back().suspends_on = what;
+}
+
 }  // namespace
 
 namespace detail {
@@ -137,6 +156,15 @@ void woke(int events) {
     flush_turn_line();
     ++n.turn;
     n.events_listed = 0;
+    if (n.tracing) {
+        const Clock::time_point waited = n.last_hook - hook.since_last();
+        if (TurnRecord* last = current_turn()) last->ran_until = waited;
+        if (n.trace.turns.size() < max_records) {
+            n.trace.turns.push_back({waited, n.last_hook, waited, events < 0 ? 0 : events, 0});
+        } else {
+            ++n.trace.turns_dropped;
+        }
+    }
     if (!in_full()) return;
     n.turn_line = "turn " + std::to_string(n.turn) + ": epoll_wait -> " +
                   (events < 0 ? std::string("interrupted by a signal")
@@ -179,12 +207,14 @@ void call(const char* name, int fd, long result) {
 
 void runs(const char* callback, int fd) {
     Hook hook;
+    if (TurnRecord* turn = current_turn()) ++turn->ran;
     print("  runs " + std::string(callback) + (fd < 0 ? "" : " (" + fd_text(fd) + ")"));
 }
 
 void resumes(std::size_t request, bool timed_out) {
     Hook hook;
     Narration& n = narration();
+    if (TurnRecord* turn = current_turn()) ++turn->ran;
     std::string why = "its deadline has passed (Event::timed_out)";
     if (!timed_out && request < n.waits.size()) {
         const auto [fd, writable] = n.waits[request];
@@ -212,8 +242,13 @@ void wakes(const std::string& task, std::uint64_t number, const char* frame) {
     Narration& n = narration();
     const std::string who = task_name(task, number);
     if (frame == nullptr) {
+        if (n.tracing) n.woken_by[number] = "its creation";
         print((n.in_step ? "    " : "  ") + who + " is created: its first step is queued");
         return;
+    }
+    if (n.tracing) {
+        n.woken_by[number] = (hook.after_event() ? n.last_event : n.in_step ? "a step" : "a callback") +
+                             " completed the future it awaited in " + function(frame);
     }
     // A socket wait's reader completes its future while the loop collects, right after its event
     // (06_coroutines/event_loop.cpp, run_once); any other future is completed by running code.
@@ -230,6 +265,17 @@ void step(const std::string& task, std::uint64_t number, const char* frame) {
     n.in_step = true;
     n.frame = frame;
     n.wait_fd = -1;
+    if (TurnRecord* turn = current_turn()) ++turn->ran;
+    if (n.tracing) {
+        if (n.trace.steps.size() < max_records) {
+            const auto cause = n.woken_by.find(number);
+            n.trace.steps.push_back({n.last_hook, n.last_hook, task_name(task, number), function(frame),
+                                     cause == n.woken_by.end() ? "" : std::move(cause->second), ""});
+        } else {
+            ++n.trace.steps_dropped;
+        }
+        n.woken_by.erase(number);
+    }
     print("  step " + task_name(task, number) + ": resumes " + function(frame));
 }
 
@@ -243,6 +289,7 @@ void returns(const char* parent) {
     Hook hook;
     Narration& n = narration();
     if (parent == nullptr) {
+        end_step("done: " + function(n.frame) + " returned");
         print("    " + function(n.frame) + " returns: the task is done, and its future with it");
         n.in_step = false;
         return;
@@ -257,6 +304,7 @@ void suspends(const char* frame) {
     const std::string awaited =
         n.wait_fd < 0 ? "a future that is not done"
                       : "the future of " + fd_text(n.wait_fd) + (n.wait_writable ? " writable" : " readable");
+    end_step(function(frame) + " awaits " + awaited);
     print("    " + function(frame) + " awaits " + awaited + ": the step ends");
     n.in_step = false;
 }
@@ -270,9 +318,19 @@ void waits_for(int fd, bool writable) {
 
 }  // namespace detail
 
+void start(bool narrate, bool trace) {
+    Narration& n = narration();
+    n.printing = narrate;
+    n.tracing = trace;
+    n.last_hook = Clock::now();
+    recording = narrate || trace;
+}
+
+LoopTrace take_trace() { return std::move(narration().trace); }
+
 void finish() {
     Narration& n = narration();
-    if (!narrating) return;
+    if (!n.printing) return;
     flush_turn_line();
     if (n.turn > full_turns) {
         std::printf("\u2026 %zu more turns\n", n.turn - full_turns);

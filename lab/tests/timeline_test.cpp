@@ -32,7 +32,7 @@ Result answered(int start_ms, int done_ms) {
 }
 
 std::string trace_of(const std::vector<Result>& results) {
-    TraceRun run{"07_test", "http://127.0.0.1:8080/", results.size(), t0, t0 + milliseconds(1), ""};
+    TraceRun run{"07_test", "http://127.0.0.1:8080/", results.size(), t0, t0 + milliseconds(1), "", {}};
     return format_trace(run, results);
 }
 
