@@ -200,7 +200,7 @@ void call(const char* name, int fd, long result) {
     } else if (what == "recv" && result == 0) {
         line = call + ") -> 0: the server closed the connection";
     } else {
-        line = call + ") -> " + std::to_string(result) + " bytes";
+        line = call + ") -> " + std::to_string(result) + (result == 1 ? " byte" : " bytes");
     }
     print("    " + line);
 }
