@@ -37,6 +37,7 @@ struct Narration {
     std::unordered_map<std::uint64_t, std::string> woken_by;  // stage 06, by task number
     std::size_t turn = 0;           // 0: before the first epoll_wait
     std::string turn_line;          // the turn's line, printed once its events are all in
+    std::vector<std::string> held;  // stage 06: what its events did, printed after the turn's line
     Clock::time_point last_hook = Clock::now();
     bool started = false;           // "start:" printed
     bool after_event = false;       // the hook before this one was event(): this one is its doing
@@ -66,6 +67,7 @@ TurnRecord* current_turn() {
 void flush_turn_line() {
     Narration& n = narration();
     if (!n.turn_line.empty()) std::fputs((std::exchange(n.turn_line, {}) + "\n").c_str(), stdout);
+    for (const std::string& line : std::exchange(n.held, {})) std::fputs((line + "\n").c_str(), stdout);
 }
 
 // The turn's line goes out first, once no more events are coming.
@@ -255,8 +257,14 @@ void wakes(const std::string& task, std::uint64_t number, const char* frame) {
     const std::string by = hook.after_event() ? "  " + n.last_event
                            : n.in_step        ? "    this"
                                               : "  a callback";
-    print(by + " completes the future that " + who + " awaits in " + function(frame) +
-          ": its step is queued");
+    const std::string line = by + " completes the future that " + who + " awaits in " +
+                             function(frame) + ": its step is queued";
+    // While the loop collects, the turn's line (with every event on it) goes out first.
+    if (hook.after_event() && !n.turn_line.empty()) {
+        n.held.push_back(line);
+    } else {
+        print(line);
+    }
 }
 
 void step(const std::string& task, std::uint64_t number, const char* frame) {
