@@ -470,6 +470,7 @@ private:
     // of N, how many failed, and the time since the first request started. Only on a terminal (in
     // a pipe or a file it would be noise), and not with --json: whoever asks for JSON is a program,
     // or a person who will read the numbers at the end, and the terminal is theirs to keep clean.
+    // Nor with --explain: the narration is on the same terminal, and the line would cut into it.
     void show_progress_line() {
         if (!show_progress_ || !fetching_) {
             return;

@@ -65,7 +65,7 @@ std::string usage_text(const StageInfo& stage);
 
 // The whole program: parse, raise the descriptor limit, resolve once, run fetch_all with at most as
 // many requests in flight as that limit allows and with progress on stderr (only on a terminal,
-// and not with --json), print the report, and write the timeline for --trace (see
+// and not with --json or --explain), print the report, and write the timeline for --trace (see
 // common/trace.hpp). Ctrl-C prints the partial report (and the partial timeline) and exits 130.
 // When memory runs out, the requests without a result fail with `limit` and the report is printed.
 // Returns the exit status: 0 every request got a response, 1 some failed (or the timeline could not

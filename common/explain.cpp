@@ -1,9 +1,10 @@
 // The narration of --explain (see explain.hpp): the hooks' words, and the little they remember
-// between two hooks to say who woke whom.
+// between two hooks to say who woke whom; and, for --trace, the records of the loop's turns and
+// stage 06's task steps.
 //
 // The shape of a narration:
 //
-//   start:                                         what runs before the first epoll_wait
+//   start (before the first epoll_wait):
 //       connect(fd 5) -> EINPROGRESS: the handshake goes on in the kernel
 //   turn 1: epoll_wait -> 1 event after 0.2 ms: fd 5 writable
 //     runs on_connected (fd 5)                     stage 04: a step of the request

@@ -175,6 +175,16 @@ TEST_F(Explain, ALongRunIsToldForFortyTurnsThenCounted) {
     EXPECT_EQ(kinds.back(), "<report>");
 }
 
+// On a terminal, stderr shows a progress line; while narrating it does not, as with --json.
+TEST_F(Explain, TurnsTheProgressLineOff) {
+    conformance::ChildStreams terminal;
+    terminal.stderr_on_terminal = true;
+    const ChildOutput output =
+        run_program(STAGE_05, {"3", "--explain", "--url", server_->url("/")}, bound, terminal);
+    ASSERT_EQ(output.exit_status, 0) << output.err;
+    EXPECT_EQ(output.err.find("done,"), std::string::npos) << output.err;
+}
+
 TEST_F(Explain, IsRefusedByTheStagesThatDoNotNarrateAndWithJson) {
     for (const char* binary : {STAGE_01, STAGE_02, STAGE_03, TINY_04}) {
         const ChildOutput output = run(binary, {"1", "--explain"});
