@@ -30,7 +30,7 @@ void TaskBase::start(EventLoop& loop) {
 
 void TaskBase::wake() {
     waiting_on_ = nullptr;
-    explain::wakes(name_, number_, started_ && !frames_.empty() ? frames_.back().name : nullptr);
+    explain::wakes(name_, number_, started_ && !frames_.empty() ? frames_.back().name : nullptr, must_cancel_);
     EventLoop& loop = future_.loop();
     if (!loop.closed_) loop.ready_.push_back(step_);
 }

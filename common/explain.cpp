@@ -240,7 +240,7 @@ void generator_done(std::size_t request) {
     print("    the generator of request " + std::to_string(request) + " is done: its result is final");
 }
 
-void wakes(const std::string& task, std::uint64_t number, const char* frame) {
+void wakes(const std::string& task, std::uint64_t number, const char* frame, bool cancelled) {
     Hook hook;
     Narration& n = narration();
     const std::string who = task_name(task, number);
@@ -249,17 +249,22 @@ void wakes(const std::string& task, std::uint64_t number, const char* frame) {
         print((n.in_step ? "    " : "  ") + who + " is created: its first step is queued");
         return;
     }
+    const std::string by = hook.after_event() ? n.last_event : n.in_step ? "this" : "a callback";
     if (n.tracing) {
-        n.woken_by[number] = (hook.after_event() ? n.last_event : n.in_step ? "a step" : "a callback") +
-                             " completed the future it awaited in " + function(frame);
+        n.woken_by[number] = (by == "this" ? "a step" : by) +
+                             (cancelled ? " cancelled it" : " completed the future it awaited") +
+                             " in " + function(frame);
+    }
+    if (cancelled) {
+        print((n.in_step ? "    this cancels " : "  a callback cancels ") + who + ", which awaits in " +
+              function(frame) + ": its step is queued, and that co_await will throw CancelledError");
+        return;
     }
     // A socket wait's reader completes its future while the loop collects, right after its event
     // (06_coroutines/event_loop.cpp, run_once); any other future is completed by running code.
-    const std::string by = hook.after_event() ? "  " + n.last_event
-                           : n.in_step        ? "    this"
-                                              : "  a callback";
-    const std::string line = by + " completes the future that " + who + " awaits in " +
-                             function(frame) + ": its step is queued";
+    const std::string line = (hook.after_event() || !n.in_step ? "  " : "    ") + by +
+                             " completes the future that " + who + " awaits in " + function(frame) +
+                             ": its step is queued";
     // While the loop collects, the turn's line (with every event on it) goes out first.
     if (hook.after_event() && !n.turn_line.empty()) {
         n.held.push_back(line);
@@ -298,12 +303,13 @@ void returns(const char* parent) {
     Hook hook;
     Narration& n = narration();
     if (parent == nullptr) {
-        end_step("done: " + function(n.frame) + " returned");
-        print("    " + function(n.frame) + " returns: the task is done, and its future with it");
+        end_step("done: " + function(n.frame) + " finished");
+        print("    " + function(n.frame) + " finishes: the task is done, and its future with it");
         n.in_step = false;
         return;
     }
-    print("    " + function(n.frame) + " returns to " + function(parent));
+    print("    " + function(n.frame) + " finishes: its awaiter hands the result (or exception) to " +
+          function(parent));
     n.frame = parent;
 }
 

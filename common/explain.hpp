@@ -74,7 +74,7 @@ void runs(const char* callback, int fd);
 void resumes(std::size_t request, bool timed_out);
 void yields(std::size_t request, int fd, bool writable);
 void generator_done(std::size_t request);
-void wakes(const std::string& task, std::uint64_t number, const char* frame);
+void wakes(const std::string& task, std::uint64_t number, const char* frame, bool cancelled);
 void step(const std::string& task, std::uint64_t number, const char* frame);
 void awaits(const char* parent, const char* child);
 void returns(const char* parent);
@@ -117,9 +117,10 @@ inline void generator_done(std::size_t request) {
 // ---- Stage 06: tasks, frames and futures ----
 
 // A task's next step is queued: its first one (frame null), or the future its frame `frame`
-// awaits is done. `task` is its name, empty for an unnamed task, which is "Task-<number>".
-inline void wakes(const std::string& task, std::uint64_t number, const char* frame) {
-    if (recording) detail::wakes(task, number, frame);
+// awaits is done, or (`cancelled`) the task was cancelled, and the co_await it waits in will throw.
+// `task` is its name, empty for an unnamed task, which is "Task-<number>".
+inline void wakes(const std::string& task, std::uint64_t number, const char* frame, bool cancelled) {
+    if (recording) detail::wakes(task, number, frame, cancelled);
 }
 // A step begins: it resumes the task's top frame, `frame`.
 inline void step(const std::string& task, std::uint64_t number, const char* frame) {
@@ -129,7 +130,8 @@ inline void step(const std::string& task, std::uint64_t number, const char* fram
 inline void awaits(const char* parent, const char* child) {
     if (recording) detail::awaits(parent, child);
 }
-// Inside a step: the top frame finished, and `parent` (null: none, the task is done) is on top.
+// Inside a step: the top frame finished (returned or threw), and `parent` (null: none, the task is
+// done) is on top, and takes its result or exception.
 inline void returns(const char* parent) {
     if (recording) detail::returns(parent);
 }
