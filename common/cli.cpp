@@ -717,7 +717,9 @@ int fetch_and_report(const StageInfo& stage, const CliOptions& cli,
         Clock::time_point started = Clock::now();
         try {
             const std::vector<Request> requests(cli.requests, Request{cli.url, addresses});
-            explain::start(cli.explain, trace_file != nullptr);
+            // Only the stages that narrate record the loop: the others have none, and stage 02's
+            // threads would all record at once into what one thread may use.
+            explain::start(cli.explain, trace_file != nullptr && stage.narrates);
             results = stage.fetch_all(requests, options);
             explain::finish();
             trace_run.loop = explain::take_trace();
