@@ -11,6 +11,8 @@
 #include <system_error>
 #include <utility>
 
+#include "common/explain.hpp"
+
 namespace sixways::callbacks {
 
 namespace {
@@ -77,11 +79,13 @@ EventLoop::~EventLoop() { close(epoll_fd_); }
 void EventLoop::run_once() {
     const int count = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()),
                                  epoll_timeout_ms());
+    explain::woke(count);
     if (count < 0 && errno != EINTR) {
         throw std::system_error(errno, std::generic_category(), "epoll_wait");
     }
     for (int i = 0; i < count; ++i) {
         const std::uint32_t events = events_[i].events;
+        explain::event(events_[i].data.fd, events);
         const Watch& watch = watches_[events_[i].data.fd];
         // An error or a hang-up wakes both sides, whatever they asked for: the callback's own
         // recv(), send() or getsockopt() is how it learns what went wrong.
@@ -191,6 +195,7 @@ void EventLoop::remove_and_close(int fd) {
         watch.registered = 0;
     }
     ::close(fd);  // never retried: Linux frees the number even when close() reports an error
+    explain::call("close", fd, 0);
 }
 
 // ---- Timers and ready callbacks --------------------------------------------------------------

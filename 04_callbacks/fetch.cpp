@@ -36,6 +36,7 @@
 #include <utility>
 
 #include "04_callbacks/event_loop.hpp"
+#include "common/explain.hpp"
 #include "common/http.hpp"
 
 namespace sixways::callbacks {
@@ -83,7 +84,9 @@ private:
                 error_ = errno;
                 continue;
             }
-            if (::connect(fd_, address.get(), address.length) == 0 || errno == EINPROGRESS) {
+            const int connected = ::connect(fd_, address.get(), address.length);
+            explain::call("connect", fd_, connected);
+            if (connected == 0 || errno == EINPROGRESS) {
                 try {
                     loop_.add_writer(fd_, [this] { on_connected(); });
                 } catch (const std::system_error& error) {
@@ -105,6 +108,7 @@ private:
     // Step 2: the socket is writable, so the handshake has ended. SO_ERROR says how: 0, or the
     // error connect() would have returned had it blocked (ECONNREFUSED, ETIMEDOUT, ...).
     void on_connected() {
+        explain::runs("on_connected", fd_);
         const int error = connect_error(fd_);
         if (error != 0) {
             failed_call_ = "connect";
@@ -121,9 +125,11 @@ private:
     // writable again. MSG_NOSIGNAL: a server that has closed its end makes send() fail with EPIPE
     // instead of killing the process with SIGPIPE.
     void send_request() {
+        explain::runs("send_request", fd_);
         while (sent_ < request_bytes_.size()) {
             const ssize_t n = ::send(fd_, request_bytes_.data() + sent_,
                                      request_bytes_.size() - sent_, MSG_NOSIGNAL);
+            explain::call("send", fd_, n);
             if (n < 0) {
                 if (errno == EINTR) continue;
                 if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -150,9 +156,11 @@ private:
     // loop calls every callback from the same shallow depth, so 64 KiB here costs nothing, and a
     // big buffer means few recv() calls for a big body.
     void on_readable() {
+        explain::runs("on_readable", fd_);
         std::array<char, 64 * 1024> buffer;
         for (;;) {
             const ssize_t n = ::recv(fd_, buffer.data(), buffer.size(), 0);
+            explain::call("recv", fd_, n);
             if (n < 0) {
                 if (errno == EINTR) continue;
                 if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // wait for the next event
@@ -178,6 +186,7 @@ private:
     // can fire in any phase, so it has to find out which phase it interrupted: phase_name reads it
     // from the times the request has reached (result_.timing), another piece of state kept here.
     void on_timeout() {
+        explain::runs("on_timeout", fd_);
         fail(ErrorKind::timeout, timeout_message(options_.timeout, phase_name(result_.timing)));
     }
 
@@ -262,6 +271,7 @@ private:
         --in_flight_;
         if (options_.on_result) options_.on_result(index, results_[index]);
         loop_.call_soon([this, index] {
+            explain::runs("the call_soon of done(): free the Fetcher, start the next request", -1);
             fetchers_[index].reset();
             start_more();
         });

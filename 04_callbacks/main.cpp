@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
         .summary = "one thread; epoll says which socket is ready, and its next callback runs",
         .fetch_all = &sixways::callbacks::fetch_all,
         .one_at_a_time = false,
+        .narrates = true,
         .flags = {},
     };
     return sixways::run_stage(argc, argv, stage);

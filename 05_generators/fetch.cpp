@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/explain.hpp"
 #include "common/http.hpp"
 
 namespace sixways::generators {
@@ -53,6 +54,7 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
             continue;
         }
         error = ::connect(attempt.fd(), address.get(), address.length) == 0 ? 0 : errno;
+        explain::call("connect", attempt.fd(), error == 0 ? 0 : -1);
         if (error == EINPROGRESS) {
             const Event event = co_yield Wait{attempt.fd(), Interest::writable};
             if (event == Event::timed_out) {
@@ -83,6 +85,7 @@ Fetch fetch_one(const Request& request, const Options& options, Result& result) 
     while (sent < request_bytes.size()) {
         const ssize_t n = ::send(socket.fd(), request_bytes.data() + sent,
                                  request_bytes.size() - sent, MSG_NOSIGNAL);
+        explain::call("send", socket.fd(), n);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 const Event event = co_yield Wait{socket.fd(), Interest::writable};
@@ -162,6 +165,7 @@ public:
         while (in_flight_ > 0) {
             const int ready = epoll_wait(epoll_fd_, events_.data(),
                                          static_cast<int>(events_.size()), timeout_ms());
+            explain::woke(ready);
             if (ready < 0) {
                 if (errno == EINTR) continue;  // interrupted by a signal handler: wait again
                 throw std::system_error(errno, std::generic_category(), "epoll_wait");
@@ -223,6 +227,7 @@ private:
     void arm(std::size_t request) {
         InFlight& in_flight = fetches_[request];
         const Wait& wait = in_flight.fetch.current();
+        explain::yields(request, wait.fd, wait.interest == Interest::writable);
         epoll_event event{};
         event.events = wait.interest == Interest::readable ? EPOLLIN : EPOLLOUT;
         event.data.u64 = request;
@@ -248,6 +253,7 @@ private:
 
     // Resumes the fetch of `request` with what happened, then arms its next wait or completes it.
     void resume(std::size_t request, Event event) {
+        explain::resumes(request, event == Event::timed_out);
         if (fetches_[request].fetch.send(event)) {
             arm(request);
         } else {
@@ -290,6 +296,7 @@ private:
 
     // The fetch of `request` has finished: its result is final.
     void complete(std::size_t request) {
+        explain::generator_done(request);
         fetches_[request].fetch = Fetch{};  // frees the frame; its locals (the socket) are gone
         --in_flight_;
         if (options_.on_result) options_.on_result(request, results_[request]);
@@ -341,6 +348,7 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
 ssize_t receive_into(int fd, ResponseParser& parser) {
     char buffer[64 * 1024];
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    explain::call("recv", fd, n);
     if (n > 0) parser.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
     return n;
 }

@@ -43,6 +43,7 @@
 #include <string>
 
 #include "05_generators/fetch.hpp"
+#include "common/explain.hpp"
 #include "common/http.hpp"
 
 namespace sixways::generators {
@@ -67,7 +68,9 @@ Fetch connect_to_any(const Request& request, const Options& options, Result& res
             error = errno;
             continue;
         }
-        if (::connect(socket.fd(), address.get(), address.length) == 0) break;
+        const int connected = ::connect(socket.fd(), address.get(), address.length);
+        explain::call("connect", socket.fd(), connected);
+        if (connected == 0) break;
         failed_call = "connect";
         error = errno;
         if (error == EINPROGRESS) {
@@ -94,6 +97,7 @@ Fetch send_all(int fd, const std::string& text, const Options& options, Result& 
     std::size_t sent = 0;
     while (sent < text.size()) {
         const ssize_t n = ::send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
+        explain::call("send", fd, n);
         if (n >= 0) {
             sent += static_cast<std::size_t>(n);
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {

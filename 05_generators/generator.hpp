@@ -150,8 +150,7 @@ public:
     // reached a co_yield yet, so nothing would receive the value (Python raises TypeError).
     bool send(Sent value) {
         if (!started_) {
-            throw std::logic_error(
-                "send() to a generator that has not started: call next() first");
+            throw std::logic_error("send() to a generator that has not started: call next() first");
         }
         return resume(std::move(value));
     }

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
             return generators::run_fetches(requests, options, fetch);
         },
         .one_at_a_time = false,
+        .narrates = true,
         .flags = {{"--split", "run the fetch split into sub-generators (fetch_split.cpp)", &split}},
     };
     return run_stage(argc, argv, stage);

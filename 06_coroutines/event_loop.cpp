@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "06_coroutines/task.hpp"
+#include "common/explain.hpp"
 
 namespace sixways::coroutines {
 
@@ -88,9 +89,11 @@ EventLoop::~EventLoop() {
 // it was not for.
 void EventLoop::run_once() {
     const int count = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), epoll_timeout_ms());
+    explain::woke(count);
     if (count < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "epoll_wait");
     for (int i = 0; i < count; ++i) {  // EINTR (a signal interrupted the wait): count < 0, no events
         const std::uint32_t events = events_[i].events;
+        explain::event(events_[i].data.fd, events);
         const Watch& watch = watches_[static_cast<std::size_t>(events_[i].data.fd)];
         // An error or a hang-up wakes both sides: their own recv(), send() or getsockopt() says what.
         if (watch.reader && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) collect(watch.reader);

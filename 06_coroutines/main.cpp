@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
         .summary = "one coroutine per request on a mini asyncio: event loop, futures, tasks, gather",
         .fetch_all = &coroutines::fetch_all,
         .one_at_a_time = false,
+        .narrates = true,
         .flags = {},
     };
     return run_stage(argc, argv, stage);

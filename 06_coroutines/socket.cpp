@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/explain.hpp"
 #include "common/fetch.hpp"
 
 namespace sixways::coroutines {
@@ -26,6 +27,7 @@ public:
             set_result();
         };
         constexpr bool completes_a_future = true;
+        explain::waits_for(fd, writable);
         handle_ = writable ? loop.add_writer(fd, ready, completes_a_future) : loop.add_reader(fd, ready, completes_a_future);
     }
     ~ReadinessWait() override { stop_watching(); }  // the frame that awaited us is gone
@@ -47,6 +49,7 @@ std::optional<std::string> try_recv(int fd, std::size_t max_bytes) {
     const std::size_t size = max_bytes < sizeof buffer ? max_bytes : sizeof buffer;
     for (;;) {
         const ssize_t n = ::recv(fd, buffer, size, 0);
+        explain::call("recv", fd, n);
         if (n >= 0) return std::string(buffer, static_cast<std::size_t>(n));
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return std::nullopt;
@@ -63,6 +66,7 @@ void Socket::close() {
     if (fd_ < 0) return;
     loop_->remove_reader(fd_);
     loop_->remove_writer(fd_);
+    explain::call("close", fd_, 0);
     ::close(std::exchange(fd_, -1));  // never retried: Linux frees the number even on an error
 }
 
@@ -84,7 +88,9 @@ Coroutine<void> sock_connect(EventLoop& loop, int fd, Address address) {
     // A non-blocking connect starts the handshake and returns at once with EINPROGRESS (EINTR
     // means the same here); the socket becomes writable when the handshake has ended, and SO_ERROR
     // then says how.
-    if (::connect(fd, address.get(), address.length) == 0) co_return;
+    const int connected = ::connect(fd, address.get(), address.length);
+    explain::call("connect", fd, connected);
+    if (connected == 0) co_return;
     if (errno != EINPROGRESS && errno != EINTR) throw SocketError("connect", errno);
     co_await wait_writable(loop, fd);
     if (const int error = connect_error(fd); error != 0) throw SocketError("connect", error);
@@ -94,6 +100,7 @@ Coroutine<void> sock_sendall(EventLoop& loop, int fd, std::string data) {
     std::size_t sent = 0;
     while (sent < data.size()) {
         const ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+        explain::call("send", fd, n);
         if (n >= 0) {
             sent += static_cast<std::size_t>(n);
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {

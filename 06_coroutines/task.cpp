@@ -5,6 +5,8 @@
 #include <exception>
 #include <iostream>
 
+#include "common/explain.hpp"
+
 namespace sixways::coroutines {
 
 TaskBase::TaskBase(detail::FutureBase& future, std::coroutine_handle<> body, detail::PromiseBase& body_promise,
@@ -12,15 +14,15 @@ TaskBase::TaskBase(detail::FutureBase& future, std::coroutine_handle<> body, det
     : future_(future), body_promise_(&body_promise), name_(std::move(name)) {
     body_promise.task_ = this;
     frames_.reserve(5);  // fetch, wait_for, exchange, receive_response, sock_recv: one allocation
-    frames_.push_back(body);
+    frames_.push_back({body, body_promise.name});
 }
 
 // Queues the first step, and joins the loop's list of tasks not done (so that ~EventLoop can
 // destroy them). The step's Handle is made once and queued each time the task is woken.
 void TaskBase::start(EventLoop& loop) {
     step_ = std::make_shared<Handle>([this] { step(); }, false);
-    wake();
     number_ = ++loop.tasks_made_;
+    wake();
     next_task_ = loop.first_task_;
     if (next_task_ != nullptr) next_task_->previous_task_ = this;
     loop.first_task_ = this;
@@ -28,6 +30,7 @@ void TaskBase::start(EventLoop& loop) {
 
 void TaskBase::wake() {
     waiting_on_ = nullptr;
+    explain::wakes(name_, number_, started_ && !frames_.empty() ? frames_.back().name : nullptr, must_cancel_);
     EventLoop& loop = future_.loop();
     if (!loop.closed_) loop.ready_.push_back(step_);
 }
@@ -53,12 +56,15 @@ void TaskBase::step() {
     started_ = true;
     EventLoop& loop = future_.loop();
     loop.current_task_ = this;
+    explain::step(name_, number_, frames_.back().name);
     while (!frames_.empty()) {
-        const std::coroutine_handle<> top = frames_.back();
+        const std::coroutine_handle<> top = frames_.back().handle;
         top.resume();  // runs until its next co_await that suspends, or to its end
         if (top.done()) {
             frames_.pop_back();  // its parent, on top now, takes the result in await_resume
+            explain::returns(frames_.empty() ? nullptr : frames_.back().name);
         } else if (waiting_on_ != nullptr) {
+            explain::suspends(frames_.back().name);
             break;  // waits on a future, which schedules our next step when it is done
         } else {
             // The only other way a frame suspends (task.hpp): it pushed the coroutine it awaits,
@@ -91,6 +97,12 @@ void TaskBase::complete() {
     } else {
         future_.finish(detail::FutureBase::Status::finished, error);
     }
+}
+
+// co_await on a coroutine (CoroutineAwaiter): the child goes on top, and the step resumes it next.
+void TaskBase::push(std::coroutine_handle<> child, const char* name) {
+    explain::awaits(frames_.back().name, name);
+    frames_.push_back({child, name});
 }
 
 bool TaskBase::wait_on(detail::FutureBase& future) {

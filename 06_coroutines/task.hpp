@@ -157,11 +157,17 @@ private:
     // co_await on a pending future: running -> waiting. False: cancelled, do not wait (see above).
     bool wait_on(detail::FutureBase& future);
     void throw_if_cancelled();                 // after a wait: a cancel that came too late for it
-    void push(std::coroutine_handle<> child) { frames_.push_back(child); }
+    void push(std::coroutine_handle<> child, const char* name);
+
+    // A frame on the task's stack, and the name of its coroutine function, for --explain.
+    struct Frame {
+        std::coroutine_handle<> handle;
+        const char* name;
+    };
 
     detail::FutureBase& future_;                // this task's own future: the same object
     std::shared_ptr<Handle> step_;              // what the ready queue holds while it is scheduled
-    std::vector<std::coroutine_handle<>> frames_;  // [0] the coroutine it was made with; back() runs
+    std::vector<Frame> frames_;                 // [0] the coroutine it was made with; back() runs
     detail::PromiseBase* body_promise_;         // frames_[0]'s; null once it has finished
     detail::FutureBase* waiting_on_ = nullptr;  // the future its top frame awaits, while it waits
     TaskBase* next_waiter_ = nullptr;           // next in waiting_on_'s list of waiters
@@ -211,7 +217,7 @@ public:
     bool await_ready() const noexcept { return false; }
     void await_suspend(std::coroutine_handle<>) {
         child_.frame_.promise().task_ = &task_;
-        task_.push(child_.frame_);
+        task_.push(child_.frame_, child_.frame_.promise().name);
     }
     T await_resume() { return child_.frame_.promise().take_result(); }
 
@@ -225,6 +231,7 @@ private:
 // and end, and keeps what co_return returns or the exception that escapes.
 class PromiseBase {
 public:
+    explicit PromiseBase(const char* name) : name(name) {}
     // Suspended before the first line: it runs when a task or a co_await runs it.
     std::suspend_always initial_suspend() const noexcept { return {}; }
     // Suspended after the last line, so that the step sees it is done, and its owner (a task, or
@@ -248,6 +255,7 @@ public:
     }
 
     TaskBase* task_ = nullptr;  // the task running this frame; set when a task or a parent runs it
+    const char* name;           // of the coroutine function: "exchange", for --explain
 
 protected:
     std::exception_ptr error_;
@@ -256,6 +264,10 @@ protected:
 template <class T>
 class Promise : public PromiseBase {
 public:
+    // A default argument is evaluated where the call is made, and the promise is made in the body
+    // of the coroutine function: so this is that function's name. (std::source_location would say
+    // the same, but clang 14 does not offer it with g++ 12's library; both compilers have this.)
+    explicit Promise(const char* name = __builtin_FUNCTION()) : PromiseBase(name) {}
     Coroutine<T> get_return_object() { return Coroutine<T>(std::coroutine_handle<Promise>::from_promise(*this)); }
     template <class U>
     void return_value(U&& value) {
@@ -273,6 +285,7 @@ private:
 template <>
 class Promise<void> : public PromiseBase {
 public:
+    explicit Promise(const char* name = __builtin_FUNCTION()) : PromiseBase(name) {}
     Coroutine<void> get_return_object() { return Coroutine<void>(std::coroutine_handle<Promise>::from_promise(*this)); }
     void return_void() {}
     void take_result() {

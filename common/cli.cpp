@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "common/address.hpp"
+#include "common/explain.hpp"
 #include "common/limits.hpp"
 #include "common/report.hpp"
 #include "common/standard_streams.hpp"
@@ -150,6 +151,18 @@ CliOptions parse_cli(const std::vector<std::string>& args, const StageInfo& stag
                 flag = &candidate;
             }
         }
+        if (name == "--explain") {
+            if (!stage.narrates) {
+                throw UsageError("option --explain is not offered by " + stage.name +
+                                 ": only 04_callbacks, 05_generators and 06_coroutines narrate "
+                                 "their loop");
+            }
+            if (has_inline_value) {
+                throw UsageError("option --explain takes no value");
+            }
+            options.explain = true;
+            continue;
+        }
         if (name == "--json" || flag != nullptr) {
             if (has_inline_value) {
                 throw UsageError("option " + name + " takes no value");
@@ -174,6 +187,10 @@ CliOptions parse_cli(const std::vector<std::string>& args, const StageInfo& stag
         options.requests = parse_count(arg, "N", 0);
         requests_text = arg;
     }
+    if (options.explain && options.json) {
+        throw UsageError("--explain and --json cannot go together: --json prints one JSON object "
+                         "on stdout and nothing else, and --explain narrates there");
+    }
     return options;
 }
 
@@ -194,6 +211,10 @@ std::string usage_text(const StageInfo& stage) {
         {"--json", "print one JSON object on stdout instead of the text report"},
         {"--trace FILE", "also write every request's phases to FILE as a timeline (Chrome trace JSON)"},
     };
+    if (stage.narrates) {
+        lines.push_back({"--explain", "narrate on stdout what the loop does, turn by turn (the first " +
+                                          std::to_string(explain::full_turns) + " turns)"});
+    }
     // "--timeout DURATION" is refused with "--timeout".
     std::erase_if(lines, [&stage](const Line& line) {
         return is_refused(stage, line.option.substr(0, line.option.find(' ')));
@@ -270,7 +291,7 @@ class RunState {
 public:
     RunState(const StageInfo& stage, const CliOptions& cli)
         : stage_(stage), cli_(cli), reported_(cli.requests, false),
-          show_progress_(isatty(STDERR_FILENO) == 1 && !cli.json) {
+          show_progress_(isatty(STDERR_FILENO) == 1 && !cli.json && !cli.explain) {
         // Room for every result now: grown one push_back at a time, the records would be moved to
         // a buffer twice the size at every doubling, and the memory touched would be twice as much.
         // And record() then never needs memory for them, even when the fetchers have used it all.
@@ -449,6 +470,7 @@ private:
     // of N, how many failed, and the time since the first request started. Only on a terminal (in
     // a pipe or a file it would be noise), and not with --json: whoever asks for JSON is a program,
     // or a person who will read the numbers at the end, and the terminal is theirs to keep clean.
+    // Nor with --explain: the narration is on the same terminal, and the line would cut into it.
     void show_progress_line() {
         if (!show_progress_ || !fetching_) {
             return;
@@ -657,7 +679,7 @@ int fetch_and_report(const StageInfo& stage, const CliOptions& cli,
     // Resolve once, before any fetching: getaddrinfo blocks (see common/address.cpp).
     std::vector<Address> addresses;
     std::string resolve_error;
-    TraceRun trace_run{stage.name, cli.url.to_string(), cli.requests, Clock::now(), {}, {}};
+    TraceRun trace_run{stage.name, cli.url.to_string(), cli.requests, Clock::now(), {}, {}, {}};
     try {
         addresses = resolve(cli.url);
     } catch (const ResolveError& error) {
@@ -695,7 +717,12 @@ int fetch_and_report(const StageInfo& stage, const CliOptions& cli,
         Clock::time_point started = Clock::now();
         try {
             const std::vector<Request> requests(cli.requests, Request{cli.url, addresses});
+            // Only the stages that narrate record the loop: the others have none, and stage 02's
+            // threads would all record at once into what one thread may use.
+            explain::start(cli.explain, trace_file != nullptr && stage.narrates);
             results = stage.fetch_all(requests, options);
+            explain::finish();
+            trace_run.loop = explain::take_trace();
         } catch (const std::bad_alloc&) {
             const std::size_t failed = run.fail_unfinished_for_memory(results);
             watcher.stop();  // no progress line after this one

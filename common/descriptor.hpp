@@ -5,6 +5,8 @@
 
 #include <utility>
 
+#include "common/explain.hpp"
+
 namespace sixways {
 
 // Owns one descriptor and closes it exactly once: when it is destroyed (so on whichever path its
@@ -30,7 +32,9 @@ public:
     // Never retried: Linux releases the descriptor even when close() reports an error, and a second
     // close() could close a descriptor that was meanwhile reused for something else.
     void close() {
-        if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+        if (fd_ < 0) return;
+        explain::call("close", fd_, 0);
+        ::close(std::exchange(fd_, -1));
     }
 
 private:

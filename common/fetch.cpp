@@ -9,6 +9,8 @@
 #include <system_error>
 #include <utility>
 
+#include "common/explain.hpp"
+
 namespace sixways {
 
 const char* to_string(ErrorKind kind) {
@@ -61,6 +63,7 @@ int connect_error(int fd) {
     int error = 0;
     socklen_t length = sizeof error;
     if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) < 0) return errno;
+    explain::call("getsockopt", fd, error);
     return error;
 }
 

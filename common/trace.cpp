@@ -115,6 +115,36 @@ void write_request(EventWriter& events, std::size_t index, std::size_t lane, con
     }
 }
 
+// The loop's track, and stage 06's task steps under it, after the lanes.
+void write_loop(EventWriter& events, const explain::LoopTrace& loop, std::size_t track) {
+    const auto cut = [](const char* name, std::size_t kept, std::size_t dropped) {
+        return dropped == 0 ? std::string(name)
+                            : std::string(name) + " (the first " + std::to_string(kept) + " of " +
+                                  std::to_string(kept + dropped) + ")";
+    };
+    if (!loop.turns.empty()) {
+        events.name("thread_name", track, cut("loop", loop.turns.size(), loop.turns_dropped));
+        for (std::size_t i = 0; i < loop.turns.size(); ++i) {
+            const explain::TurnRecord& turn = loop.turns[i];
+            const std::string count = "\"events\":" + std::to_string(turn.events);
+            events.span("loop", "epoll_wait", track, turn.waited, turn.woke, count, false);
+            events.span("turn", "turn " + std::to_string(i + 1), track, turn.woke, turn.ran_until,
+                        count + ",\"ran\":" + std::to_string(turn.ran), false);
+        }
+        ++track;
+    }
+    if (!loop.steps.empty()) {
+        events.name("thread_name", track, cut("task steps", loop.steps.size(), loop.steps_dropped));
+        for (const explain::StepRecord& step : loop.steps) {
+            events.span("step", step.task, track, step.began, step.ended,
+                        "\"resumes\":" + json_string(step.resumes) +
+                            ",\"woken_by\":" + json_string(step.woken_by) +
+                            ",\"suspends_on\":" + json_string(step.suspends_on),
+                        false);
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<std::size_t> pack_into_lanes(const std::vector<Result>& results) {
@@ -184,6 +214,7 @@ std::string format_trace(const TraceRun& run, const std::vector<Result>& results
             write_request(events, i, lanes[i], results[i]);
         }
     }
+    write_loop(events, run.loop, lane_count + 1);
     return events.finish();
 }
 

@@ -11,6 +11,15 @@
 //                   "request K" covers K's whole life, and under it one span per phase it reached:
 //                   connect (start -> connected), send (-> sent), wait (-> first byte),
 //                   receive (-> done)
+//   next track      "loop" (stages 04, 05, 06): each turn, an "epoll_wait" span for the time it
+//                   slept (args: events), then a "turn K" span while the turn ran (args: events,
+//                   and how many callbacks, resumes or steps ran)
+//   next track      "task steps" (stage 06): each step of a task, named by the task (args: the
+//                   frame it resumed, what woke it, what it suspended on)
+//
+// The loop's tracks come from the stages' --explain hooks (common/explain.hpp), which keep at most
+// explain::max_records turns and as many steps; a track that was cut says so in its name. After
+// Ctrl-C they are left out: the loop was still running.
 //
 // A failed request ends in the phase it failed in, and that span and the request's carry the error
 // in their args (and chrome://tracing's red, "cname": "terrible").
@@ -27,6 +36,7 @@
 #include <vector>
 
 #include "common/duration.hpp"
+#include "common/explain.hpp"
 #include "common/fetch.hpp"
 
 namespace sixways {
@@ -38,6 +48,7 @@ struct TraceRun {
     Clock::time_point resolve_start;
     Clock::time_point resolve_done;
     std::string resolve_error;        // empty when the name resolved
+    explain::LoopTrace loop;          // the loop's turns and task steps, if the stage recorded any
 };
 
 // The lane (1, 2, ...) of each request, in request order; 0 for a request that never started (its

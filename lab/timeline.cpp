@@ -33,6 +33,12 @@ constexpr Colour phase_colours[] = {
     {"receive", "#59a14f"},  // green
 };
 constexpr const char* resolve_fill = "#b07aa1";
+// The loop's rows, under the lanes: epoll_wait asleep, a turn running, a task's step (stage 06).
+constexpr Colour loop_colours[] = {
+    {"loop", "#d9d2e9"},  // pale: the loop sleeps in epoll_wait
+    {"turn", "#76b7b2"},  // teal: the turn runs callbacks, resumes or steps
+    {"step", "#edc948"},  // yellow: one step of a task
+};
 constexpr const char* failed_fill = "#e15759";
 constexpr const char* request_fill = "#e8e8e8";
 
@@ -45,12 +51,21 @@ struct Span {
     bool failed = false;
 };
 
+bool on_loop_row(const Span& span) {
+    return span.category == "loop" || span.category == "turn" || span.category == "step";
+}
+
 const char* fill_for(const Span& span) {
     if (span.failed && span.category != "request") {
         return failed_fill;
     }
     if (span.category == "resolve") {
         return resolve_fill;
+    }
+    for (const Colour& colour : loop_colours) {
+        if (span.category == colour.phase) {
+            return colour.fill;
+        }
     }
     for (const Colour& colour : phase_colours) {
         if (span.name == colour.phase) {
@@ -110,6 +125,8 @@ std::string timeline_svg(std::string_view trace_json) {
 
     std::string title = "timeline";
     std::vector<Span> spans;
+    std::vector<int> loop_tracks;  // the tracks of the loop's rows, in order: "loop", "task steps"
+    int steps_track = -1;          // the loop's row that holds task steps, if any
     int lanes = 0;
     double end_us = 0;
     std::size_t requests = 0, failed = 0;
@@ -139,7 +156,14 @@ std::string timeline_svg(std::string_view trace_json) {
         }
         const Json* args = event.find("args");
         span.failed = args != nullptr && args->find("error") != nullptr;
-        lanes = std::max(lanes, span.track);
+        if (!on_loop_row(span)) {
+            lanes = std::max(lanes, span.track);
+        } else if (std::find(loop_tracks.begin(), loop_tracks.end(), span.track) == loop_tracks.end()) {
+            loop_tracks.push_back(span.track);
+        }
+        if (span.category == "step") {
+            steps_track = span.track;
+        }
         end_us = std::max(end_us, span.start_us + span.duration_us);
         if (span.category == "request") {
             ++requests;
@@ -148,15 +172,22 @@ std::string timeline_svg(std::string_view trace_json) {
         spans.push_back(span);
     }
     end_us = std::max(end_us, 1.0);
+    std::sort(loop_tracks.begin(), loop_tracks.end());
 
-    // Rows: the resolve first (track 0), a small gap, then the lanes.
+    // Rows: the resolve first (track 0), a small gap, the lanes, another gap, the loop's rows.
     const double lane_height =
         lanes == 0 ? row_height : std::min(row_height, lanes_height / lanes);
     const double lanes_top = top + row_height + 8;
-    const double bottom = lanes_top + lane_height * lanes;
+    const double loop_top = lanes_top + lane_height * lanes + 8;
+    const double bottom = loop_tracks.empty() ? loop_top - 8
+                                              : loop_top + row_height * static_cast<double>(loop_tracks.size());
     const double height = bottom + 56;
     auto x_of = [&](double us) { return left + us / end_us * (right - left); };
+    auto loop_row = [&](int track) {
+        return static_cast<double>(std::find(loop_tracks.begin(), loop_tracks.end(), track) - loop_tracks.begin());
+    };
     auto y_of = [&](int track) {
+        if (track > lanes) return loop_top + row_height * loop_row(track);
         return track == 0 ? top : lanes_top + lane_height * (track - 1);
     };
     const double gap = lane_height >= 6 ? 2 : 0;  // between rows, only where rows are tall enough
@@ -190,6 +221,13 @@ std::string timeline_svg(std::string_view trace_json) {
     }
     legend_entry(failed_fill, "failed here");
     legend_entry(request_fill, "whole request");
+    if (!loop_tracks.empty()) {
+        legend_entry(loop_colours[0].fill, "epoll_wait");
+        legend_entry(loop_colours[1].fill, "turn");
+    }
+    if (steps_track >= 0) {
+        legend_entry(loop_colours[2].fill, "task step");
+    }
 
     // The time axis: round ticks, in ms (or s for long runs), with faint grid lines.
     const bool in_seconds = end_us >= 10e6;
@@ -222,16 +260,21 @@ std::string timeline_svg(std::string_view trace_json) {
         }
     }
 
+    for (int track : loop_tracks) {
+        out += text(left - 8, y_of(track) + 12, track == steps_track ? "task steps" : "loop",
+                    "text-anchor=\"end\" font-size=\"11\"");
+    }
+
     // Where a span goes: its row, its start and its length (at least half a unit, to stay visible).
     auto geometry = [&](const Span& span) {
-        double h = (span.track == 0 ? row_height : lane_height) - gap;
+        double h = span.track == 0 ? row_height - gap : span.track > lanes ? row_height - 2 : lane_height - gap;
         double w = std::max(span.duration_us / end_us * (right - left), 0.5);
         return "x=\"" + svg::number(x_of(span.start_us)) + "\" y=\"" +
                svg::number(y_of(span.track) + gap / 2) + "\" width=\"" + svg::number(w) +
                "\" height=\"" + svg::number(std::max(h, 0.1)) + "\"";
     };
     // The spans: each request's bar first, its phases over it.
-    for (const char* category : {"request", "resolve", "phase"}) {
+    for (const char* category : {"request", "resolve", "phase", "loop", "turn", "step"}) {
         for (const Span& span : spans) {
             if (span.category == category) {
                 out += "<rect " + geometry(span) + " fill=\"" + fill_for(span) + "\"/>\n";

@@ -252,6 +252,38 @@ TEST(FormatTrace, EscapesQuotesAndControlCharactersInMessages) {
     EXPECT_EQ(spans_of_request(spans, 0)[0].args.at("error").string, odd.error_message);
 }
 
+// The loop's records (from the --explain hooks) go on tracks of their own, after the lanes: each
+// turn's epoll_wait and the turn itself on one, stage 06's task steps on the next.
+TEST(FormatTrace, PutsTheLoopsTurnsAndTheTaskStepsOnTracksAfterTheLanes) {
+    TraceRun run = fake_run(2);
+    run.loop.turns = {{at_ms(1), at_ms(101), at_ms(102), 2, 2}};
+    run.loop.steps = {{at_ms(101), at_ms(102), "task \"request 0\"", "receive_response",
+                       "fd 5 readable completed the future it awaited in receive_response",
+                       "done: fetch returned"}};
+    const std::vector<Span> spans = spans_in(format_trace(run, {interval(1, 102), interval(1, 102)}));
+    std::vector<Span> loop;
+    for (const Span& span : spans) {
+        if (span.tid > 2) loop.push_back(span);  // two requests in flight at once: lanes 1 and 2
+    }
+    ASSERT_THAT(names(loop), ElementsAre("epoll_wait", "turn 1", "task \"request 0\""));
+    EXPECT_EQ(loop[0].tid, 3);
+    EXPECT_DOUBLE_EQ(loop[0].ts, 1000);
+    EXPECT_DOUBLE_EQ(loop[0].dur, 100'000);  // the sleep
+    EXPECT_EQ(loop[0].args.at("events").number, 2);
+    EXPECT_EQ(loop[1].tid, 3);
+    EXPECT_EQ(loop[1].args.at("ran").number, 2);
+    EXPECT_EQ(loop[2].tid, 4);
+    EXPECT_EQ(loop[2].args.at("resumes").string, "receive_response");
+    EXPECT_EQ(loop[2].args.at("suspends_on").string, "done: fetch returned");
+}
+
+TEST(FormatTrace, SaysWhenTheLoopsTrackWasCut) {
+    TraceRun run = fake_run(0);
+    run.loop.turns = {{at_ms(1), at_ms(2), at_ms(3), 0, 0}};
+    run.loop.turns_dropped = 4;
+    EXPECT_NE(format_trace(run, {}).find("\"loop (the first 1 of 5)\""), std::string::npos);
+}
+
 TEST(FormatTrace, AnEmptyRunHasOnlyTheResolve) {
     const std::vector<Span> spans = spans_in(format_trace(fake_run(0), {}));
     EXPECT_THAT(names(spans), ElementsAre("resolve"));

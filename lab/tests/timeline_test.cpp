@@ -32,7 +32,7 @@ Result answered(int start_ms, int done_ms) {
 }
 
 std::string trace_of(const std::vector<Result>& results) {
-    TraceRun run{"07_test", "http://127.0.0.1:8080/", results.size(), t0, t0 + milliseconds(1), ""};
+    TraceRun run{"07_test", "http://127.0.0.1:8080/", results.size(), t0, t0 + milliseconds(1), "", {}};
     return format_trace(run, results);
 }
 
@@ -55,6 +55,22 @@ TEST(TimelineSvg, DrawsEveryRequestAndItsFourPhasesOnWellFormedSvg) {
     EXPECT_THAT(svg, HasSubstr(">07_test: 3 requests to http://127.0.0.1:8080/</text>"));
     EXPECT_THAT(svg, HasSubstr(">lane 3</text>"));
     EXPECT_THAT(svg, HasSubstr(">time (ms)</text>"));
+}
+
+TEST(TimelineSvg, DrawsTheLoopAndTheTaskStepsOnRowsOfTheirOwnUnderTheLanes) {
+    const std::vector<Result> results = {answered(1, 100), answered(2, 100)};
+    TraceRun run{"07_test", "http://127.0.0.1:8080/", results.size(), t0, t0 + milliseconds(1), "", {}};
+    run.loop.turns = {{t0 + milliseconds(2), t0 + milliseconds(99), t0 + milliseconds(100), 2, 2}};
+    run.loop.steps = {{t0 + milliseconds(99), t0 + milliseconds(100), "task \"request 0\"", "fetch", "", ""}};
+    const std::string svg = timeline_svg(format_trace(run, results));
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_EQ(filled(svg, "#d9d2e9"), 1u + 1u);  // epoll_wait: the legend's, and the one turn's
+    EXPECT_EQ(filled(svg, "#76b7b2"), 1u + 1u);  // the turn
+    EXPECT_EQ(filled(svg, "#edc948"), 1u + 1u);  // the step
+    EXPECT_THAT(svg, HasSubstr(">lane 2</text>"));
+    EXPECT_THAT(svg, ::testing::Not(HasSubstr(">lane 3</text>")));  // the loop is not a lane
+    EXPECT_THAT(svg, HasSubstr(">loop</text>"));
+    EXPECT_THAT(svg, HasSubstr(">task steps</text>"));
 }
 
 TEST(TimelineSvg, DrawsThePhaseAFailedRequestEndedInRed) {
