@@ -41,11 +41,13 @@ class Explain : public ::testing::Test {
 protected:
     void SetUp() override {
         // A delay, so that the answer is never there before the client waits for it: then every
-        // run takes the same path (a recv right after sending finds nothing).
+        // run takes the same path (a recv right after sending finds nothing). 300 ms, not less:
+        // on a loaded machine a client can be kept off the CPU for tens of milliseconds between
+        // its send and its recv.
         lab::LabServerOptions options;
         options.hosts = {"127.0.0.1"};
         options.port = 0;
-        options.delay = std::chrono::milliseconds(50);
+        options.delay = std::chrono::milliseconds(300);
         server_ = std::make_unique<lab::LabServer>(options);
         server_->start();
     }
