@@ -1,12 +1,13 @@
 # Starts the lab server for the commands of the book, from the repository's top folder, in bash:
 #
-#     source lab/env.sh
+#     source lab/env.sh          # every answer 100 ms late
+#     source lab/env.sh 0        # or as late as the argument says: 0, 250ms, 1s
 #
-# It starts build/bin/labserver on a free port in the background, every answer 100 ms late, and
-# sets two variables in your shell: URL, the server's address, which every command of the book
-# passes on as --url "$URL", and LAB, the server's process id. `kill $LAB` stops the server.
-# It must be sourced: a script run as a command cannot set the variables of the shell that ran it.
-# Another terminal has neither variable, so keep one terminal for a whole chapter.
+# It starts build/bin/labserver on a free port in the background and sets two variables in your
+# shell: URL, the server's address, which every command of the book passes on as --url "$URL", and
+# LAB, the server's process id. `kill $LAB` stops the server. It must be sourced: a script run as a
+# command cannot set the variables of the shell that ran it. Another terminal has neither variable,
+# so keep one terminal for a whole chapter.
 
 if ! (return 0 2>/dev/null); then
     echo "lab/env.sh sets variables in your shell: run it as 'source lab/env.sh'" >&2
@@ -14,7 +15,7 @@ if ! (return 0 2>/dev/null); then
 fi
 
 if [ -n "${LAB:-}" ] && [ "$(cat "/proc/$LAB/comm" 2>/dev/null)" = labserver ]; then
-    echo "The lab server is already running: URL=$URL LAB=$LAB (kill \$LAB stops it)"
+    echo "The lab server is already running: URL=$URL LAB=$LAB (kill \$LAB, then source again)"
     return 0
 fi
 if [ ! -x build/bin/labserver ]; then
@@ -27,7 +28,7 @@ fi
 # (delay 100 ms)". A named pipe hands that line to `read`, which waits for it. A server that cannot
 # start says why on stderr and exits, which closes the pipe: `read` then gets nothing.
 lab_env_dir=$(mktemp -d) && mkfifo "$lab_env_dir/line" || return 1
-build/bin/labserver --port 0 --delay 100ms > "$lab_env_dir/line" &
+build/bin/labserver --port 0 --delay "${1:-100ms}" > "$lab_env_dir/line" &
 LAB=$!
 URL=
 read -r -t 10 _ _ URL _ < "$lab_env_dir/line"
