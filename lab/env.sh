@@ -26,9 +26,10 @@ fi
 
 # Once it listens, the server prints one line on stdout, "listening on http://127.0.0.1:PORT/
 # (delay 100 ms)". A named pipe hands that line to `read`, which waits for it. A server that cannot
-# start says why on stderr and exits, which closes the pipe: `read` then gets nothing.
+# start exits, which closes the pipe: `read` then gets nothing. What it says on stderr goes to a log
+# rather than into the output of the commands that follow.
 lab_env_dir=$(mktemp -d) && mkfifo "$lab_env_dir/line" || return 1
-build/bin/labserver --port 0 --delay "${1:-100ms}" > "$lab_env_dir/line" &
+build/bin/labserver --port 0 --delay "${1:-100ms}" > "$lab_env_dir/line" 2> build/labserver.log &
 LAB=$!
 URL=
 read -r -t 10 _ _ URL _ < "$lab_env_dir/line"
@@ -38,7 +39,8 @@ unset lab_env_dir
 if [ -z "$URL" ]; then
     kill "$LAB" 2>/dev/null  # in case it is still starting after 10 s
     unset LAB URL
-    echo "lab/env.sh: the lab server did not start" >&2
+    echo "lab/env.sh: the lab server did not start; build/labserver.log says:" >&2
+    cat build/labserver.log >&2
     return 1
 fi
-echo "The lab server listens on URL=$URL as LAB=$LAB; kill \$LAB stops it"
+echo "The lab server listens on URL=$URL as LAB=$LAB; kill \$LAB stops it (log: build/labserver.log)"
