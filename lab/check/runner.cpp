@@ -53,11 +53,11 @@ const CheckInfo checks[] = {
      "5 requests in flight at the same time (the --json report's \"concurrency\" above 1)",
      "start every request before waiting for any (stage 02: a thread each, all started before the first "
      "join; from stage 03 on: every request's socket in the one loop from the start)", "",
-     "with `LAB --port 8080` running: BIN 5 --url http://127.0.0.1:8080/ --json"},
+     "with `LAB --port 0` running and URL its address: BIN 5 --url \"$URL\" --json"},
     {"StageChecks", "MakesEverySocketNonBlocking", "sockets-never-block", 3,
      "every socket to the server in non-blocking mode (O_NONBLOCK) while the server thinks",
      "open each socket with SOCK_NONBLOCK: socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)", "",
-     "with `LAB --port 8080` running: BIN 3 --url http://127.0.0.1:8080/delay/3000 & sleep 1; "
+     "with `LAB --port 0` running and URL its address: BIN 3 --url \"${URL}delay/3000\" & sleep 1; "
      "grep flags /proc/$!/fdinfo/*  (O_NONBLOCK is the 04000 bit)"},
     {"StageChecks", "GoesOnWhileOneResponseIsHalfThere", "loop-never-stalls", 3,
      "request 1 answered while request 0's server holds back the rest of its response",
@@ -69,7 +69,7 @@ const CheckInfo checks[] = {
      "once a socket is connected and the request sent, stop watching it for writable (EPOLLOUT): it stays "
      "writable, so epoll_wait returns at once on every turn and the loop spins",
      "writer-never-removed",
-     "with `LAB --port 8080` running: BIN 3 --url http://127.0.0.1:8080/delay/3000 (a report's cpu near its "
+     "with `LAB --port 0` running and URL its address: BIN 3 --url \"${URL}delay/3000\" (a report's cpu near its "
      "wall time means a spinning loop)",
      "times for 3 requests"},
     {"StageChecks", "SendsALongRequestWhole", "long-request-sent-whole", 1,
@@ -87,20 +87,20 @@ const CheckInfo checks[] = {
      "50 requests, each answered with its own path's body, once, in request order",
      "keep each request's state apart (its own socket, parser and Result) and put request k's result in "
      "slot k",
-     "", "with `LAB --port 8080` running: BIN 50 --url http://127.0.0.1:8080/distinct --json"},
+     "", "with `LAB --port 0` running and URL its address: BIN 50 --url \"${URL}distinct\" --json"},
     {"ConformanceCore", "ReturnsNoResultsAndMakesNoConnectionForNoRequests", "no-requests-no-connection", 1,
      "no result and no connection for an empty list of requests", "connect only for a request there is", "",
-     "with `LAB --port 8080` running: BIN 0 --url http://127.0.0.1:8080/ --json"},
+     "with `LAB --port 0` running and URL its address: BIN 0 --url \"$URL\" --json"},
     {"ConformanceCore", "ReceivesAThreeMegabyteBodyComplete", "large-body-read-to-its-end", 1,
      "a body of 3000000 bytes, complete and in order",
      "one recv() returns only what has arrived so far: call it again, feeding each piece to the "
      "ResponseParser, until the parser says the response is complete",
      "one-recv-is-not-a-response",
-     "with `LAB --port 8080` running: BIN 1 --url http://127.0.0.1:8080/bytes/3000000 --json", "body_bytes"},
+     "with `LAB --port 0` running and URL its address: BIN 1 --url \"${URL}bytes/3000000\" --json", "body_bytes"},
     {"ConformanceCore", "DecodesChunkedBodiesOfAnySize", "chunked-bodies", 1,
      "chunked bodies of 0, 1 and 100000 bytes, decoded",
      "feed every piece that recv() returns to the ResponseParser and take its response: it decodes the chunks",
-     "", "with `LAB --port 8080` running: BIN 1 --url http://127.0.0.1:8080/chunked/100000 --json"},
+     "", "with `LAB --port 0` running and URL its address: BIN 1 --url \"${URL}chunked/100000\" --json"},
     {"ConformanceCore", "ReadsABodyThatEndsWhenTheServerCloses", "body-ended-by-close", 1,
      "a body with no length, complete when the server closes the connection",
      "when recv() returns 0, call parser.finish(): the end of the stream completes a body framed by the close",
@@ -110,8 +110,8 @@ const CheckInfo checks[] = {
      "when recv() returns 0, the server has closed: call parser.finish(), which says whether the close "
      "completes the response (a body framed by the close) or cuts it short (error: a `receive` error, with "
      "parser.error()); recv() failing (ECONNRESET) is a `receive` error too",
-     "", "with `LAB --port 8080` running: BIN 1 --url http://127.0.0.1:8080/fault/close (and /fault/partial-headers, "
-     "/fault/short-body, /fault/reset)"},
+     "", "with `LAB --port 0` running and URL its address: BIN 1 --url \"${URL}fault/close\" "
+     "(and /fault/partial-headers, /fault/short-body, /fault/reset)"},
     {"ConformanceCore", "ReportsARefusedConnectionAsAConnectError", "refused-is-a-connect-error", 1,
      "a `connect` error that says \"Connection refused\"",
      "a connect() that fails (or SO_ERROR, after a non-blocking one) is the request's `connect` error: "
@@ -126,33 +126,33 @@ const CheckInfo checks[] = {
      command_line_hint, "", "BIN --help"},
     {"ConformanceCore", "CommandLineWithZeroRequestsMakesNoConnection", "command-line-zero-requests", 1,
      "N = 0 makes no connection", command_line_hint, "",
-     "with `LAB --port 8080` running: BIN 0 --url http://127.0.0.1:8080/ --json"},
+     "with `LAB --port 0` running and URL its address: BIN 0 --url \"$URL\" --json"},
     {"ConformanceCore", "CommandLinePrintsOneLineReport", "command-line-report", 1,
      "one line of report on stdout, exit status 0", command_line_hint, "",
-     "with `LAB --port 8080` running: BIN 5 --url http://127.0.0.1:8080/"},
+     "with `LAB --port 0` running and URL its address: BIN 5 --url \"$URL\""},
     {"ConformanceCore", "CommandLineJsonReportIsOneObjectWithEveryKey", "command-line-json", 1,
      "--json: one object, 20 ok of 20", command_line_hint, "",
-     "with `LAB --port 8080` running: BIN 20 --url http://127.0.0.1:8080/cli --json"},
+     "with `LAB --port 0` running and URL its address: BIN 20 --url \"${URL}cli\" --json"},
     {"ConformanceCore", "CommandLineExitsOneAndCountsConnectErrorsWhenRefused", "command-line-refused", 1,
      "exit status 1 and 3 connect errors for a port where nothing listens", command_line_hint, "",
      "BIN 3 --url http://127.0.0.1:9/ --json"},
     {"ConformanceCore", "CommandLineWithStdoutClosedKeepsTheTraceFileJson", "command-line-stdout-closed", 1,
      "with stdout closed, a --trace file that is JSON", command_line_hint, "",
-     "with `LAB --port 8080` running: BIN 3 --url http://127.0.0.1:8080/ --trace t.json >&-"},
+     "with `LAB --port 0` running and URL its address: BIN 3 --url \"$URL\" --trace t.json >&-"},
     {"ConformanceCore", "CommandLineWithStderrClosedKeepsTheTraceFileJson", "command-line-stderr-closed", 1,
      "with stderr closed, a --trace file that is JSON", command_line_hint, "",
      "BIN 3 --url http://127.0.0.1:9/ --trace t.json 2>&-"},
     {"ConformanceCore", "CommandLineWithEveryStandardStreamClosedFetchesAndTraces", "command-line-streams-closed",
      1, "with every standard stream closed, 3 requests and a --trace file", command_line_hint, "",
-     "with `LAB --port 8080` running: BIN 3 --url http://127.0.0.1:8080/ --trace t.json <&- >&- 2>&-"},
+     "with `LAB --port 0` running and URL its address: BIN 3 --url \"$URL\" --trace t.json <&- >&- 2>&-"},
     {"ConformanceCore", "CommandLineRunsWithoutItsCtrlCThreadWhenNoThreadIsLeft", "command-line-no-thread-left",
      1, "a run with no thread to spare for Ctrl-C", command_line_hint, "", "CHECK"},
     {"ConformanceCore", "CommandLineShowsProgressOnATerminal", "command-line-progress", 1,
      "progress on a terminal's stderr", command_line_hint, "",
-     "with `LAB --port 8080 --delay 1s` running: BIN 2 --url http://127.0.0.1:8080/"},
+     "with `LAB --port 0 --delay 1s` running and URL its address: BIN 2 --url \"$URL\""},
     {"ConformanceCore", "CommandLineShowsNoProgressWithJsonOrOffATerminal", "command-line-no-progress", 1,
      "no progress with --json or in a pipe", command_line_hint, "",
-     "with `LAB --port 8080` running: BIN 2 --url http://127.0.0.1:8080/ --json"},
+     "with `LAB --port 0` running and URL its address: BIN 2 --url \"$URL\" --json"},
 };
 
 // Each check of the level, with its GoogleTest name; a case that the table does not know (one
