@@ -19,6 +19,7 @@
 
 #include "06_coroutines/event_loop.hpp"
 #include "06_coroutines/task.hpp"
+#include "common/explain.hpp"
 
 namespace sixways::coroutines {
 
@@ -35,6 +36,7 @@ class Deadline {
 public:
     Deadline(EventLoop& loop, Duration timeout) : task_(*loop.current_task()), cancelling_(task_.cancelling()) {
         auto expire = [this] {
+            explain::runs("wait_for's deadline timer", -1);
             expired_ = true;
             task_.cancel();
         };

@@ -308,8 +308,8 @@ void returns(const char* parent) {
         n.in_step = false;
         return;
     }
-    print("    " + function(n.frame) + " finishes: its awaiter hands the result (or exception) to " +
-          function(parent));
+    print("    " + function(n.frame) + " finishes: the step resumes " + function(parent) + ", where co_await " +
+          function(n.frame) + "(...) returns (or throws)");
     n.frame = parent;
 }
 
