@@ -1,5 +1,6 @@
 // The crawler. Read crawl(), work() and fetch() first: they are the 500 Lines chapter's three
 // coroutines, and the whole of the concurrency. The rest decides which links to follow.
+// They are further down, after the heading "---- The three coroutines ----".
 #include "06_coroutines/crawler/crawler.hpp"
 
 #include <algorithm>
