@@ -14,7 +14,7 @@ TaskBase::TaskBase(detail::FutureBase& future, std::coroutine_handle<> body, det
     : future_(future), body_promise_(&body_promise), name_(std::move(name)) {
     body_promise.task_ = this;
     frames_.reserve(5);  // fetch, wait_for, exchange, receive_response, sock_recv: one allocation
-    frames_.push_back({body, body_promise.name});
+    frames_.push_back({body, &body_promise});
 }
 
 // Queues the first step, and joins the loop's list of tasks not done (so that ~EventLoop can
@@ -30,7 +30,7 @@ void TaskBase::start(EventLoop& loop) {
 
 void TaskBase::wake() {
     waiting_on_ = nullptr;
-    explain::wakes(name_, number_, started_ && !frames_.empty() ? frames_.back().name : nullptr, must_cancel_);
+    explain::wakes(name_, number_, started_ && !frames_.empty() ? frames_.back().promise->name : nullptr, must_cancel_);
     EventLoop& loop = future_.loop();
     if (!loop.closed_) loop.ready_.push_back(step_);
 }
@@ -56,15 +56,16 @@ void TaskBase::step() {
     started_ = true;
     EventLoop& loop = future_.loop();
     loop.current_task_ = this;
-    explain::step(name_, number_, frames_.back().name);
+    explain::step(name_, number_, frames_.back().promise->name);
     while (!frames_.empty()) {
         const std::coroutine_handle<> top = frames_.back().handle;
         top.resume();  // runs until its next co_await that suspends, or to its end
         if (top.done()) {
+            explain::finishes(frames_.back().promise->error() != nullptr);
             frames_.pop_back();  // its parent, on top now, takes the result in await_resume
-            explain::returns(frames_.empty() ? nullptr : frames_.back().name);
+            explain::returns(frames_.empty() ? nullptr : frames_.back().promise->name);
         } else if (waiting_on_ != nullptr) {
-            explain::suspends(frames_.back().name);
+            explain::suspends(frames_.back().promise->name);
             break;  // waits on a future, which schedules our next step when it is done
         } else {
             // The only other way a frame suspends (task.hpp): it pushed the coroutine it awaits,
@@ -100,9 +101,9 @@ void TaskBase::complete() {
 }
 
 // co_await on a coroutine (CoroutineAwaiter): the child goes on top, and the step resumes it next.
-void TaskBase::push(std::coroutine_handle<> child, const char* name) {
-    explain::awaits(frames_.back().name, name);
-    frames_.push_back({child, name});
+void TaskBase::push(std::coroutine_handle<> child, const detail::PromiseBase& promise) {
+    explain::awaits(frames_.back().promise->name, promise.name);
+    frames_.push_back({child, &promise});
 }
 
 bool TaskBase::wait_on(detail::FutureBase& future) {

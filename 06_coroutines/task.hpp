@@ -157,12 +157,13 @@ private:
     // co_await on a pending future: running -> waiting. False: cancelled, do not wait (see above).
     bool wait_on(detail::FutureBase& future);
     void throw_if_cancelled();                 // after a wait: a cancel that came too late for it
-    void push(std::coroutine_handle<> child, const char* name);
+    void push(std::coroutine_handle<> child, const detail::PromiseBase& promise);
 
-    // A frame on the task's stack, and the name of its coroutine function, for --explain.
+    // A frame on the task's stack, and its promise (for --explain: its function's name, and
+    // whether it ended by an exception).
     struct Frame {
         std::coroutine_handle<> handle;
-        const char* name;
+        const detail::PromiseBase* promise;
     };
 
     detail::FutureBase& future_;                // this task's own future: the same object
@@ -217,7 +218,7 @@ public:
     bool await_ready() const noexcept { return false; }
     void await_suspend(std::coroutine_handle<>) {
         child_.frame_.promise().task_ = &task_;
-        task_.push(child_.frame_, child_.frame_.promise().name);
+        task_.push(child_.frame_, child_.frame_.promise());
     }
     T await_resume() { return child_.frame_.promise().take_result(); }
 

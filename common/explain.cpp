@@ -46,6 +46,7 @@ struct Narration {
     int events_listed = 0;          // on the turn's line so far
     std::string last_event;         // "fd 5 writable", the event a socket wait's reader handles
     const char* frame = nullptr;    // stage 06: the frame the step runs now
+    bool threw = false;             // stage 06: the frame that just finished ended by an exception
     int wait_fd = -1;               // stage 06: the socket wait the running frame made, if any
     bool wait_writable = false;
     std::vector<std::pair<int, bool>> waits;  // stage 05: each request's last Wait (fd, writable)
@@ -299,17 +300,20 @@ void awaits(const char* parent, const char* child) {
     print("    " + function(parent) + " awaits " + function(child) + ", which the step resumes next");
 }
 
+void finishes(bool threw) { narration().threw = threw; }
+
 void returns(const char* parent) {
     Hook hook;
     Narration& n = narration();
+    const std::string ended = function(n.frame) + (n.threw ? " throws" : " returns");
     if (parent == nullptr) {
         end_step("done: " + function(n.frame) + " finished");
-        print("    " + function(n.frame) + " finishes: the task is done, and its future with it");
+        print("    " + ended + ": the task is done, and its future with it");
         n.in_step = false;
         return;
     }
-    print("    " + function(n.frame) + " finishes: the step resumes " + function(parent) + ", where co_await " +
-          function(n.frame) + "(...) returns (or throws)");
+    print("    " + ended + ": the step resumes " + function(parent) + ", where co_await " + function(n.frame) +
+          (n.threw ? "(...) rethrows the exception" : "(...) gives the result"));
     n.frame = parent;
 }
 

@@ -77,6 +77,7 @@ void generator_done(std::size_t request);
 void wakes(const std::string& task, std::uint64_t number, const char* frame, bool cancelled);
 void step(const std::string& task, std::uint64_t number, const char* frame);
 void awaits(const char* parent, const char* child);
+void finishes(bool threw);
 void returns(const char* parent);
 void suspends(const char* frame);
 void waits_for(int fd, bool writable);
@@ -130,8 +131,12 @@ inline void step(const std::string& task, std::uint64_t number, const char* fram
 inline void awaits(const char* parent, const char* child) {
     if (recording) detail::awaits(parent, child);
 }
-// Inside a step: the top frame finished (returned or threw), and `parent` (null: none, the task is
-// done) is on top, and takes its result or exception.
+// Inside a step: the top frame has finished, by an exception if `threw`. Then returns() is called.
+inline void finishes(bool threw) {
+    if (recording) detail::finishes(threw);
+}
+// Inside a step: the frame that finished is gone, and `parent` (null: none, the task is done) is
+// on top, and takes its result or exception.
 inline void returns(const char* parent) {
     if (recording) detail::returns(parent);
 }
