@@ -83,6 +83,13 @@ const CheckInfo checks[] = {
      "itself when it goes out of scope",
      "socket-never-closed", "CHECK", "after it returned"},
 
+    {"StageChecks", "StampsEachPhaseInOrder", "phases-stamped-in-order", 1,
+     "each request's timing stamped at every phase: start <= connected <= sent <= first_byte <= done",
+     "set result.timing.connected, .sent, .first_byte and .done (Clock::now()) as each happens: the "
+     "report's latency and --trace's phases are drawn from them",
+     "", "with `LAB --port 0` running and URL its address: BIN 3 --url \"$URL\" --trace t.json; "
+     "build/bin/compare --timeline t.json (a phase missing from the picture is a stamp left unset)"},
+
     {"ConformanceCore", "ReturnsEachPathsOwnBodyWithAllRequestsInFlight", "each-request-its-own-body", 1,
      "50 requests, each answered with its own path's body, once, in request order",
      "keep each request's state apart (its own socket, parser and Result) and put request k's result in "

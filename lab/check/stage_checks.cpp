@@ -139,6 +139,32 @@ TEST_P(StageChecks, LeavesNoDescriptorOpen) {
     }
 }
 
+// Three requests that succeed: each one's timing has every phase stamped, in order. The report's
+// latency and --trace's phases are drawn from these stamps; one left unset loses a phase silently.
+TEST_P(StageChecks, StampsEachPhaseInOrder) {
+    LabServer server(on_loopback(20ms));
+    server.start();
+    const std::vector<Result> results = sixways::conformance::fetch(
+        GetParam().stage, {request_for(server.url("/a")), request_for(server.url("/b")), request_for(server.url("/c"))},
+        {});
+    ASSERT_EQ(results.size(), 3u);
+    for (const Result& result : results) {
+        ASSERT_TRUE(result.ok()) << result.error_message;
+        const sixways::Timing& t = result.timing;
+        const sixways::Clock::time_point unset{};
+        std::string missing;
+        if (t.start == unset) missing += " start";
+        if (t.connected == unset) missing += " connected";
+        if (t.sent == unset) missing += " sent";
+        if (t.first_byte == unset) missing += " first_byte";
+        if (t.done == unset) missing += " done";
+        if (!missing.empty()) FAIL() << "timing left unset:" << missing;
+        if (!(t.start <= t.connected && t.connected <= t.sent && t.sent <= t.first_byte && t.first_byte <= t.done)) {
+            FAIL() << "the phases stamped out of order";
+        }
+    }
+}
+
 // Five requests to a server that thinks for 300 ms, through the binary: its --json report's
 // "concurrency" is the most requests whose timings overlapped.
 TEST_P(StageChecks, HasRequestsInFlightAtOnce) {
