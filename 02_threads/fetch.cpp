@@ -56,7 +56,9 @@ namespace sixways::threads {
 
 namespace {
 
-// The stack of each thread we start (see the top of this file). The default would be 8 MiB.
+// The stack of each thread we start (see the top of this file). The default would be 8 MiB. A
+// system whose smallest stack (PTHREAD_STACK_MIN) is larger gets its smallest: below it,
+// pthread_attr_setstacksize refuses, and the thread would silently get the 8 MiB default.
 constexpr std::size_t thread_stack_size = 64 * 1024;
 
 // How a blocking call bounded by the deadline ended (failed: errno says why).
@@ -309,7 +311,7 @@ int start_thread(std::vector<pthread_t>& threads, const Work& work) noexcept {
     if (!copy) return ENOMEM;
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
-    pthread_attr_setstacksize(&attributes, thread_stack_size);
+    pthread_attr_setstacksize(&attributes, std::max<std::size_t>(thread_stack_size, PTHREAD_STACK_MIN));
     pthread_t thread;
     const int error = pthread_create(&thread, &attributes, run, copy.get());
     pthread_attr_destroy(&attributes);
