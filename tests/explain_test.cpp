@@ -4,6 +4,7 @@
 // kinds of line, and their order, must not.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <regex>
 #include <sstream>
@@ -162,6 +163,26 @@ TEST_F(Explain, Stage06SaysWhichFutureWakesWhichTaskAndWhereEachStepResumes) {
         "<report>",
     };
     EXPECT_EQ(kinds_of_line(output.out, "06_coroutines"), expected) << output.out;
+}
+
+// A deadline that fires: the timer says whose it is, and the frames unwind by an exception, which
+// each parent's co_await rethrows, up to fetch, which files the timeout and returns.
+TEST_F(Explain, Stage06SaysWhichDeadlineFiresAndThatTheFramesThrow) {
+    const ChildOutput output = run_program(
+        STAGE_06, {"1", "--timeout", "1s", "--explain", "--url", server_->url("/fault/stall")}, bound);
+    ASSERT_EQ(output.exit_status, 1) << output.err;
+    const std::vector<std::string> kinds = kinds_of_line(output.out, "06_coroutines");
+    const auto has = [&kinds](const std::string& line) {
+        return std::find(kinds.begin(), kinds.end(), line) != kinds.end();
+    };
+    EXPECT_TRUE(has("  runs wait_for's deadline timer")) << output.out;
+    EXPECT_TRUE(has("    exchange throws: the step resumes wait_for, where co_await exchange(...) rethrows the "
+                    "exception"))
+        << output.out;
+    EXPECT_TRUE(has("    wait_for throws: the step resumes fetch, where co_await wait_for(...) rethrows the "
+                    "exception"))
+        << output.out;
+    EXPECT_TRUE(has("    fetch returns: the task is done, and its future with it")) << output.out;
 }
 
 // After `full_turns` turns, one line says how many more there were, and then the report.
