@@ -1,30 +1,16 @@
 // Stage 03: non-blocking sockets, polled in a busy loop.
 //
-// Stage 02 let the kernel do the waiting, at the price of a thread per request. This stage runs
-// every request on one thread, so that thread must never block. A socket opened with SOCK_NONBLOCK
-// never makes its caller wait: when connect() cannot finish at once it fails with EINPROGRESS and
-// the handshake goes on in the background; when send() finds no room, or recv() finds nothing to
-// read, they fail with EAGAIN. The thread is free to look at another socket instead.
+// The lesson is chapter 03 (docs/03_nonblocking.md): why one thread for every request means that no
+// call may block, what EINPROGRESS, EALREADY and EAGAIN mean, and why a request now keeps its own
+// phase. tiny.cpp is the idea in one file; read it first.
 //
-// So the loop in fetch_all asks every request in flight, again and again, "can you go on?": has
-// your handshake finished, can you send, has anything arrived, has your deadline passed? And it
-// starts new requests while fewer than the limit are in flight. Nothing tells it which socket is
-// ready, so it asks all of them, and it never sleeps: while the server thinks, it takes all the
-// CPU it is given asking questions whose answer is "not yet". Compare the report's cpu figure with its wall
-// time: for this stage they are about equal (stages 01 and 02 used almost no cpu: a thread that is
-// blocked costs nothing).
+// What this file adds to it: at most `limit` requests in flight (--concurrency), a deadline that
+// each visit checks by hand (nothing wakes the loop when time runs out), and every address of a
+// name (a failed handshake moves on to the next one).
 //
-// A request's state can no longer live in local variables, as it did in fetch_one in stages 01
-// and 02: the loop leaves each request after every question and must find it again on the next
-// pass. It lives in a Connection, with a `phase` that says how far it has got.
-//
-// Stage 04 stops the spinning: it asks the kernel (epoll) which sockets are ready, and sleeps until
-// one is.
-//
-// fetch_all_one_at_a_time (the binary's --one-at-a-time) is the first thing one tries with
-// non-blocking sockets, and where this stage began: the same questions, but asked of one request
-// until it is finished, then the next. It is as slow as stage 01 and keeps a core busy besides.
-// Non-blocking sockets alone buy nothing; what pays is doing something else while one waits.
+// fetch_all_one_at_a_time (the binary's --one-at-a-time) is the first loop one writes with
+// non-blocking sockets, and where this stage began: one request asked until it is finished, then
+// the next. It is as slow as stage 01 and keeps a core busy besides.
 
 #include "03_nonblocking/fetch.hpp"
 
