@@ -11,6 +11,9 @@
 // fetch_all_one_at_a_time (the binary's --one-at-a-time) is the first loop one writes with
 // non-blocking sockets, and where this stage began: one request asked until it is finished, then
 // the next. It is as slow as stage 01 and keeps a core busy besides.
+//
+// Stage 04 stops the spinning: it asks the kernel (epoll) which sockets are ready, and sleeps until
+// one is.
 
 #include "03_nonblocking/fetch.hpp"
 
