@@ -153,7 +153,7 @@ bool EventLoop::remove_watch(int fd, std::uint32_t direction) {
     std::shared_ptr<Handle>& slot = direction == EPOLLIN ? watch.reader : watch.writer;
     if (!slot) return false;
     // Only flag it: if it is the callback running right now, destroying its std::function would
-    // pull the code out from under it. The ready queue's reference frees it at the end of the turn.
+    // free the lambda, and what it captured, while it runs. The queue's reference frees it later.
     slot->cancelled = true;
     slot.reset();
     --watching_;
