@@ -22,12 +22,14 @@ counts=("$@")
 
 # What compare runs (it finds them next to itself, in build/bin/), and compare itself; and what the
 # chapters run by hand before their exercises: the tiny versions, chapter 01's naive fetch, chapter
-# 04's race test, chapter 05's first generator and chapter 06's nested deadlines. The other tests,
-# the benchmarks and the solutions are left for `cmake --workflow --preset test`.
+# 04's race test, chapter 05's first generator and hook tracer, chapter 06's nested deadlines and
+# chapter 07's crawler. The other tests, the benchmarks and the solutions are left for
+# `cmake --workflow --preset test`.
 targets=(labserver compare yardstick
          01_blocking 02_threads 03_nonblocking 04_callbacks 05_generators 06_coroutines
-         01_tiny 02_tiny 03_tiny 04_tiny 05_tiny 06_tiny
-         solution_01_naive solution_04_tests solution_05_count_to_three solution_06_deadlines)
+         01_tiny 02_tiny 03_tiny 04_tiny 05_tiny 06_tiny crawl
+         solution_01_naive solution_04_tests solution_05_count_to_three solution_05_hook_tracer
+         solution_06_deadlines)
 log=$PWD/build/quickstart.log
 mkdir -p build
 
