@@ -64,8 +64,8 @@ public:
         std::suspend_always initial_suspend() noexcept { return {}; }  // start at the first next()
         std::suspend_always final_suspend() noexcept { return {}; }    // the Generator frees the frame
         void return_value(Return value) { returned = std::move(value); }
-        // An exception out of the body (epoll_ctl failing is the only one here) goes on out of
-        // next() or send(), and out of run(). The full Generator keeps it for its caller instead.
+        // An exception out of the body (out of memory, say: a failed call is a result) goes on
+        // out of next() or send(), and out of run(). The full Generator keeps it for its caller.
         void unhandled_exception() { throw; }
 
         // `co_yield v` is `co_await promise.yield_value(v)`: keep v, then always suspend. When
