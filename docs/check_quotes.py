@@ -7,8 +7,10 @@ A chapter quotes code with a fenced block whose info string names the file and t
     ...exactly lines 20 to 45 of that file...
     ```
 
-The block must equal those lines (trailing white space aside). When code moves, this check fails
-and names the quote, so the book never shows code that is not in the repository.
+The block must equal those lines (trailing white space aside), or those lines without the
+narration hooks of --explain: a line that is one `explain::...;` statement may be left out, and the
+chapters do leave them out (they say so once). When code moves, this check fails and names the
+quote, so the book never shows code that is not in the repository.
 
 Every link in docs/ (and in the README files that lead into it) must name a file or folder that
 exists, and an anchor (`page.md#a-heading`) a heading of that page. Links to other sites are not
@@ -25,6 +27,11 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FENCE = re.compile(r"^```\w*\s+(?P<path>[\w./-]+):(?P<first>\d+)-(?P<last>\d+)\s*$")
+HOOK = re.compile(r"^\s*explain::\w+\(.*\);\s*(//.*)?$")  # one narration statement, for --explain
+
+
+def without_hooks(lines):
+    return [line for line in lines if not HOOK.match(line)]
 
 
 def quotes(chapter):
@@ -47,11 +54,18 @@ def quotes(chapter):
 
 
 def moved_to(text, body):
-    """The 1-based first line where body now stands in text, if it stands there exactly once."""
+    """The 1-based (first, last) lines where body now stands in text, if it stands there exactly
+    once, with or without the narration hooks between its lines."""
     wanted = [line.rstrip() for line in body]
-    found = [i for i in range(len(text) - len(wanted) + 1)
+    if not wanted:
+        return None
+    found = [(i + 1, i + len(wanted)) for i in range(len(text) - len(wanted) + 1)
              if [line.rstrip() for line in text[i:i + len(wanted)]] == wanted]
-    return found[0] + 1 if len(found) == 1 and wanted else None
+    kept = [i for i, line in enumerate(text) if not HOOK.match(line)]  # indexes of non-hook lines
+    found += [(kept[k] + 1, kept[k + len(wanted) - 1] + 1) for k in range(len(kept) - len(wanted) + 1)
+              if [text[i].rstrip() for i in kept[k:k + len(wanted)]] == wanted
+              and (kept[k] + 1, kept[k + len(wanted) - 1] + 1) not in found]
+    return found[0] if len(found) == 1 else None
 
 
 LINK = re.compile(r"!?\[(?:[^\]`]|`[^`]*`)*\]\((?P<target>[^)\s]*)(?:\s+\"[^\"]*\")?\)")
@@ -126,10 +140,11 @@ def main():
                 failed += 1
                 continue
             wanted = [line.rstrip() for line in text[first - 1:last]]
-            if [line.rstrip() for line in body] != wanted:
+            quoted = [line.rstrip() for line in body]
+            if quoted != wanted and quoted != without_hooks(wanted):
                 now = moved_to(text, body) if fix else None
                 if now is not None:
-                    fix_range(chapter, where, path, first, last, now, now + len(body) - 1)
+                    fix_range(chapter, where, path, first, last, *now)
                     fixed += 1
                     continue
                 print(f"{name}: the quote of {path}:{first}-{last} no longer matches the file")
