@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 using sixways::callbacks::EventLoop;
 using sixways::solutions::ReadablePair;
 
-TEST(Solution04ExactlyOneOutcome, WithoutCancellingTheTimerARequestSucceedsAndThenTimesOut) {
+TEST(Solution04StaleTimer, AResponseAndItsDeadlineInOneTurn) {
     EventLoop loop;
     ReadablePair pair;
     const int fd = pair.reading_end();

@@ -1,4 +1,4 @@
-// Exercise 4: the smallest loop that can run stage 05's fetch. One request, one fetch_one, and
+// Exercise 6: the smallest loop that can run stage 05's fetch. One request, one fetch_one, and
 // poll() on its one descriptor instead of FetchLoop's epoll: the fetch does not know the difference.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Exercise 4: fetch_one resumed by a poll() loop of our own, against the lab server on loopback and
+// Exercise 6: fetch_one resumed by a poll() loop of our own, against the lab server on loopback and
 // a peer that trickles bytes for ever.
 #include "fetch_with_poll.hpp"
 
@@ -24,7 +24,7 @@ using sixways::testing_support::SilentServer;
 using sixways::testing_support::Watchdog;
 using sixways::testing_support::with_timeout;
 
-TEST(Exercise4, GetsTheResponseOfItsOwnRequest) {
+TEST(Exercise6, GetsTheResponseOfItsOwnRequest) {
     const Watchdog watchdog("fetch_with_poll", 60s);
     sixways::lab::LabServer server(on_loopback(10ms));
     server.start();
@@ -36,7 +36,7 @@ TEST(Exercise4, GetsTheResponseOfItsOwnRequest) {
         << result.response.body;
 }
 
-TEST(Exercise4, ATimeoutBeforeAnyByteSaysWaiting) {
+TEST(Exercise6, ATimeoutBeforeAnyByteSaysWaiting) {
     const Watchdog watchdog("fetch_with_poll", 60s);
     sixways::lab::LabServer server(on_loopback(0ms));
     server.start();
@@ -45,7 +45,7 @@ TEST(Exercise4, ATimeoutBeforeAnyByteSaysWaiting) {
     EXPECT_EQ(result.error_message, "timeout after 200 ms while waiting");
 }
 
-TEST(Exercise4, ATimeoutWhileBytesTrickleInSaysReceiving) {
+TEST(Exercise6, ATimeoutWhileBytesTrickleInSaysReceiving) {
     const Watchdog watchdog("fetch_with_poll", 60s);
     EndlessTrickle peer;  // one byte every 10 ms, for three seconds
     const Result result = fetch_with_poll(request_for(peer.url()), with_timeout(300ms));
@@ -53,7 +53,7 @@ TEST(Exercise4, ATimeoutWhileBytesTrickleInSaysReceiving) {
     EXPECT_EQ(result.error_message, "timeout after 300 ms while receiving");
 }
 
-TEST(Exercise4, ARefusedConnectionIsAConnectError) {
+TEST(Exercise6, ARefusedConnectionIsAConnectError) {
     const Watchdog watchdog("fetch_with_poll", 60s);
     const std::string url = SilentServer().url();  // closed again at once: its port refuses
     const Result result = fetch_with_poll(request_for(url), with_timeout(2s));

@@ -1,4 +1,4 @@
-// Exercises 5 and 6: the "yield from" loop written once, as a generator of its own (it works, and
+// Exercises 7 and 8: the "yield from" loop written once, as a generator of its own (it works, and
 // its caller still needs the same loop), and an exception that crosses a level only because the
 // hand-written loop passes it on.
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@ using testing_support::on_loopback;
 using testing_support::Watchdog;
 using testing_support::with_timeout;
 
-// ---- Exercise 5: "yield from", written once ----
+// ---- Exercise 7: "yield from", written once ----
 
 // Drives `sub` to its end, passing each of its values up and each sent value down. It is a
 // generator itself: its co_yield suspends yield_from, not whoever called it.
@@ -47,7 +47,7 @@ Fetch fetch_through_yield_from(const Request& request, const Options& options, R
     }
 }
 
-TEST(Exercise5, TheFetchThroughYieldFromGetsEveryResponse) {
+TEST(Exercise7, TheFetchThroughYieldFromGetsEveryResponse) {
     const Watchdog watchdog("run_fetches", 60s);
     lab::LabServer server(on_loopback(20ms));
     server.start();
@@ -57,7 +57,7 @@ TEST(Exercise5, TheFetchThroughYieldFromGetsEveryResponse) {
     expect_each_numbered_body(results);
 }
 
-TEST(Exercise5, ATimeoutStillReachesTheInnermostFetch) {
+TEST(Exercise7, ATimeoutStillReachesTheInnermostFetch) {
     const Watchdog watchdog("run_fetches", 60s);
     lab::LabServer server(on_loopback(0ms));
     server.start();
@@ -70,7 +70,7 @@ TEST(Exercise5, ATimeoutStillReachesTheInnermostFetch) {
     EXPECT_EQ(results[0].error_message, "timeout after 200 ms while waiting");
 }
 
-// ---- Exercise 6: an exception through the hand-written loop ----
+// ---- Exercise 8: an exception through the hand-written loop ----
 
 // Yields 0 and adds up what it is sent; throws when sent a negative number.
 Generator<int, int> throw_on_negative() {
@@ -104,7 +104,7 @@ Generator<int, int> careless_outer() {
     }
 }
 
-TEST(Exercise6, AnExceptionInTheInnerGeneratorReachesTheCallerOfTheOuterOne) {
+TEST(Exercise8, AnExceptionInTheInnerGeneratorReachesTheCallerOfTheOuterOne) {
     Generator<int, int> generator = outer();
     ASSERT_TRUE(generator.next());
     EXPECT_TRUE(generator.send(1));
@@ -113,7 +113,7 @@ TEST(Exercise6, AnExceptionInTheInnerGeneratorReachesTheCallerOfTheOuterOne) {
     EXPECT_TRUE(generator.done());
 }
 
-TEST(Exercise6, OneLevelThatSwallowsItAndTheErrorIsGone) {
+TEST(Exercise8, OneLevelThatSwallowsItAndTheErrorIsGone) {
     Generator<int, int> generator = careless_outer();
     ASSERT_TRUE(generator.next());
     EXPECT_TRUE(generator.send(1));
