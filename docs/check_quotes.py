@@ -7,9 +7,9 @@ A chapter quotes code with a fenced block whose info string names the file and t
     ...exactly lines 20 to 45 of that file...
     ```
 
-The block must equal those lines (trailing white space aside), or those lines without the
-narration hooks of --explain: a line that is one `explain::...;` statement may be left out, and the
-chapters do leave them out (they say so once). When code moves, this check fails and names the
+The block must equal those lines (trailing white space aside), or, for a file of the stages that
+narrate (04 to 06), those lines without the hooks of --explain: a line that is one `explain::...;`
+statement may be left out, and the chapters do leave them out (they say so once). When code moves, this check fails and names the
 quote, so the book never shows code that is not in the repository.
 
 Every link in docs/ (and in the README files that lead into it) must name a file or folder that
@@ -28,6 +28,9 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FENCE = re.compile(r"^```\w*\s+(?P<path>[\w./-]+):(?P<first>\d+)-(?P<last>\d+)\s*$")
 HOOK = re.compile(r"^\s*explain::\w+\(.*\);\s*(//.*)?$")  # one narration statement, for --explain
+
+
+NARRATING = ("04_callbacks/", "05_generators/", "06_coroutines/")  # the stages with the hooks
 
 
 def without_hooks(lines):
@@ -53,7 +56,7 @@ def quotes(chapter):
         i += 1
 
 
-def moved_to(text, body):
+def moved_to(text, body, hooks=True):
     """The 1-based (first, last) lines where body now stands in text, if it stands there exactly
     once, with or without the narration hooks between its lines."""
     wanted = [line.rstrip() for line in body]
@@ -61,7 +64,7 @@ def moved_to(text, body):
         return None
     found = [(i + 1, i + len(wanted)) for i in range(len(text) - len(wanted) + 1)
              if [line.rstrip() for line in text[i:i + len(wanted)]] == wanted]
-    kept = [i for i, line in enumerate(text) if not HOOK.match(line)]  # indexes of non-hook lines
+    kept = [i for i, line in enumerate(text) if not (hooks and HOOK.match(line))]  # lines kept
     found += [(kept[k] + 1, kept[k + len(wanted) - 1] + 1) for k in range(len(kept) - len(wanted) + 1)
               if [text[i].rstrip() for i in kept[k:k + len(wanted)]] == wanted
               and (kept[k] + 1, kept[k + len(wanted) - 1] + 1) not in found]
@@ -141,8 +144,9 @@ def main():
                 continue
             wanted = [line.rstrip() for line in text[first - 1:last]]
             quoted = [line.rstrip() for line in body]
-            if quoted != wanted and quoted != without_hooks(wanted):
-                now = moved_to(text, body) if fix else None
+            hooks = path.startswith(NARRATING)
+            if quoted != wanted and not (hooks and quoted == without_hooks(wanted)):
+                now = moved_to(text, body, hooks) if fix else None
                 if now is not None:
                     fix_range(chapter, where, path, first, last, *now)
                     fixed += 1
