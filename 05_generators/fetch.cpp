@@ -323,15 +323,8 @@ std::vector<Result> run_fetches(const std::vector<Request>& requests, const Opti
     std::vector<Result> results(requests.size());
 
     const Descriptor epoll(epoll_create1(EPOLL_CLOEXEC));
-    if (!epoll) {  // no descriptor for epoll itself: every request fails, the caller carries on
-        const int error = errno;
-        for (std::size_t i = 0; i < requests.size(); ++i) {
-            results[i].fail(kind_for_errno(error, ErrorKind::limit),
-                            errno_message("epoll_create1", error));
-            if (options.on_result) options.on_result(i, results[i]);
-        }
-        return results;
-    }
+    // No descriptor for epoll itself: every request fails with `limit` (the command line says so).
+    if (!epoll) throw std::system_error(errno, std::generic_category(), "epoll_create1");
 
     const std::size_t concurrency =
         options.concurrency == 0 ? requests.size() : std::min(options.concurrency, requests.size());

@@ -121,9 +121,7 @@ Fetch receive_response(int fd, const Options& options, Result& result) {
     for (;;) {
         const ssize_t n = receive_into(fd, parser);
         if (n > 0) {
-            if (result.timing.first_byte == Clock::time_point{}) {
-                result.timing.first_byte = Clock::now();
-            }
+            if (result.timing.first_byte == Clock::time_point{}) result.timing.first_byte = Clock::now();
             if (parser.status() == ResponseParser::Status::complete) break;
             if (parser.status() == ResponseParser::Status::error) {
                 result.fail(ErrorKind::protocol, parser.error());

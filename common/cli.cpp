@@ -17,6 +17,7 @@
 #include <mutex>
 #include <new>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "common/address.hpp"
@@ -372,11 +373,12 @@ public:
         return "";
     }
 
-    // fetch_all gave up with std::bad_alloc: no stage handles running out of memory itself, so this
-    // is the one place that does. The requests it did not finish fail with `limit`, "out of
-    // memory", and `results` is put together from what was recorded, in the room it already has.
-    // Returns how many failed here.
-    std::size_t fail_unfinished_for_memory(std::vector<Result>& results) {
+    // fetch_all gave up because the run as a whole ran out of something: memory (std::bad_alloc,
+    // `message` null), or what a system call needed for every request (epoll_create1 with no
+    // descriptor left: `message` is its error). No stage handles these itself, so this is the one
+    // place that does. The requests it did not finish fail with `limit`, and `results` is put
+    // together from what was recorded, in the room it already has. Returns how many failed here.
+    std::size_t fail_unfinished(std::vector<Result>& results, const char* message) {
         std::size_t failed = 0;
         for (std::size_t index = 0; index < cli_.requests; ++index) {
             bool reported = false;
@@ -386,7 +388,11 @@ public:
             }
             if (!reported) {
                 Result result;
-                fail_out_of_memory(result);
+                if (message == nullptr) {
+                    fail_out_of_memory(result);  // allocates nothing
+                } else {
+                    result.fail(ErrorKind::limit, message);
+                }
                 record(index, result);
                 ++failed;
             }
@@ -724,11 +730,23 @@ int fetch_and_report(const StageInfo& stage, const CliOptions& cli,
             explain::finish();
             trace_run.loop = explain::take_trace();
         } catch (const std::bad_alloc&) {
-            const std::size_t failed = run.fail_unfinished_for_memory(results);
+            const std::size_t failed = run.fail_unfinished(results, nullptr);
             watcher.stop();  // no progress line after this one
             run.erase_progress_line();
             std::fprintf(stderr, "%s: out of memory: the %zu requests without a result fail with limit\n",
                          stage.name.c_str(), failed);
+        } catch (const std::system_error& error) {
+            if (kind_for_errno(error.code().value(), ErrorKind::none) != ErrorKind::limit) {
+                watcher.stop();  // not a limit (EBADF, EINVAL): a bug, as below
+                run.erase_progress_line();
+                print_internal_error(stage, std::string("fetch_all threw: ") + error.what());
+                return 1;
+            }
+            const std::size_t failed = run.fail_unfinished(results, error.what());
+            watcher.stop();
+            run.erase_progress_line();
+            std::fprintf(stderr, "%s: %s: the %zu requests without a result fail with limit\n",
+                         stage.name.c_str(), error.what(), failed);
         } catch (const std::exception& error) {
             watcher.stop();
             run.erase_progress_line();

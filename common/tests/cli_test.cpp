@@ -7,12 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -523,6 +525,37 @@ TEST(RunStage, AFetchAllThatThrowsIsAnInternalError) {
     EXPECT_EQ(result.status, 1);
     EXPECT_EQ(result.out, "");
     EXPECT_THAT(result.err, HasSubstr("internal error: fetch_all threw: out of threads"));
+}
+
+// epoll_create1 with no descriptor left, after one request has finished: the run ran out of
+// something, so each request without a result fails with `limit`, and the finished one keeps its.
+TEST(RunStage, AFetchAllThatThrowsALimitFailsTheUnfinishedRequestsWithLimit) {
+    StageInfo stage = plain_stage();
+    stage.fetch_all = [](const std::vector<Request>&, const Options& options) -> std::vector<Result> {
+        Result first;
+        first.response.status = 200;
+        options.on_result(0, first);
+        throw std::system_error(EMFILE, std::generic_category(), "epoll_create1");
+    };
+    Outcome result = run(stage, {"3", "--json"});
+    EXPECT_EQ(result.status, 1);
+    Json json = parse_json(result.out);
+    EXPECT_EQ(json.at("ok").number, 1);
+    EXPECT_EQ(json.at("errors").at("limit").number, 2);
+    EXPECT_THAT(result.err, HasSubstr("07_test: epoll_create1: Too many open files: the 2 requests without a "
+                                      "result fail with limit\n"));
+    EXPECT_THAT(result.err, HasSubstr("     2 x epoll_create1: Too many open files\n"));
+}
+
+TEST(RunStage, AFetchAllThatThrowsASystemErrorThatIsNoLimitIsAnInternalError) {
+    StageInfo stage = plain_stage();
+    stage.fetch_all = [](const std::vector<Request>&, const Options&) -> std::vector<Result> {
+        throw std::system_error(EBADF, std::generic_category(), "epoll_wait");
+    };
+    Outcome result = run(stage, {"2"});
+    EXPECT_EQ(result.status, 1);
+    EXPECT_EQ(result.out, "");
+    EXPECT_THAT(result.err, HasSubstr("internal error: fetch_all threw: epoll_wait: Bad file descriptor"));
 }
 
 // A fresh path in the test's temporary directory, removed when the test ends.
