@@ -1,5 +1,5 @@
-// Exercise 3 of chapter 04: why finish() cancels the timer. The response and the deadline land in
-// the same turn of the loop, and the reader cancels the timer, as Fetcher::finish() does.
+// Chapter 04's stale timer, answered: the response and the deadline land in the same turn of the
+// loop, and the reader cancels the timer, as Fetcher::finish() does.
 #include <gtest/gtest.h>
 
 #include <chrono>

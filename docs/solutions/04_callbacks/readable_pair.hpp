@@ -1,6 +1,6 @@
 // A connected pair of UNIX stream sockets with a byte waiting: what the tests of chapter 04's
-// stale timer (timer_after_response_test.cpp, exactly_one_outcome_test.cpp) use as a request whose
-// response has arrived.
+// stale timer (timer_after_response_test.cpp, exactly_one_outcome_test.cpp,
+// timer_runs_first_test.cpp) use as a request whose response has arrived.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -1,6 +1,5 @@
 // Chapter 04's test of a stale timer: a "request" whose response and deadline land in the same turn
-// of the loop, and whose reader does not cancel the timer. (Exercise 3's answer, with the cancel, is
-// exactly_one_outcome_test.cpp.)
+// of the loop, and whose reader does not cancel the timer. Exercise 3 starts from a copy of it.
 #include <gtest/gtest.h>
 
 #include <chrono>
