@@ -113,8 +113,8 @@ TEST_P(StageChecks, SendsALongRequestWhole) {
     if (!problem.empty()) FAIL() << "no connection came to the server (" << problem << ")";
     ASSERT_EQ(results.size(), 1u);
     if (!received.whole) {
-        ADD_FAILURE() << "the server got " << received.bytes << " bytes of a request of more than " << (16 << 20)
-                      << ", then nothing more for 3 s";
+        ADD_FAILURE() << received.bytes << " bytes of a request of more than " << (16 << 20)
+                      << " reached the server, then nothing more for 3 s";
     }
 }
 
