@@ -115,6 +115,10 @@ std::vector<Result> fetch_all(const std::vector<Request>& requests, const Option
 
 namespace {
 
+// ---- Stage 01's code, unchanged: fetch_one, connect_before and limit_to_time_left are copied
+// from 01_blocking/fetch.cpp, and each thread runs them as they are. On a first reading, skip to
+// fetch_on_thread. ----
+
 // One request, from the first connect to the last byte of the response. Every call here blocks
 // this thread until the kernel has something to report, or until the time left runs out.
 Result fetch_one(const Request& request, const Options& options) {
