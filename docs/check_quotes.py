@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks that every code quote in the docs still matches the repository, and every link resolves.
 
-A chapter quotes code with a fenced block whose info string names the file and the line range:
+A chapter quotes code with a fenced block whose info string names the file and the line range
+(indented, inside a list item, as deep as the item's text):
 
     ```cpp 01_blocking/fetch.cpp:20-45
     ...exactly lines 20 to 45 of that file...
@@ -26,7 +27,7 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-FENCE = re.compile(r"^```\w*\s+(?P<path>[\w./-]+):(?P<first>\d+)-(?P<last>\d+)\s*$")
+FENCE = re.compile(r"^(?P<indent> *)```\w*\s+(?P<path>[\w./-]+):(?P<first>\d+)-(?P<last>\d+)\s*$")
 HOOK = re.compile(r"^\s*explain::\w+\(.*\);\s*(//.*)?$")  # one narration statement, for --explain
 
 
@@ -49,8 +50,9 @@ def quotes(chapter):
         start = i
         i += 1
         body = []
-        while i < len(lines) and not lines[i].startswith("```"):
-            body.append(lines[i])
+        indent = match["indent"]  # a quote inside a list item is indented with the item's text
+        while i < len(lines) and not lines[i].startswith(indent + "```"):
+            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].lstrip())
             i += 1
         yield start + 1, match["path"], int(match["first"]), int(match["last"]), body
         i += 1
