@@ -34,45 +34,48 @@ namespace detail {
 // callback may run after the frame is gone. The callbacks hold no task, so they keep none alive.
 struct GatherState {
     explicit GatherState(EventLoop& loop) : wake_up(loop) {}
-    Future<void> wake_up;  // set when a task has finished since the coroutine last looked
-    std::size_t finished = 0;
+    Future<void> wake_up;               // set when a task has finished since the coroutine last looked
+    std::vector<std::size_t> finished;  // which tasks, by their place in the list
 };
 
-// The failure of the first task that has one (in the order given): its exception, or
-// CancelledError if it was cancelled. Null if none has failed.
+// A finished task's failure: its exception, or CancelledError if it was cancelled. Null if it
+// returned.
 template <class T>
-std::exception_ptr first_failure(const std::vector<Task<T>>& tasks) {
-    for (const Task<T>& task : tasks) {
-        if (task.done() && task.cancelled()) return std::make_exception_ptr(CancelledError());
-        if (task.done() && task.exception() != nullptr) return task.exception();
-    }
-    return nullptr;
+std::exception_ptr failure_of(const Task<T>& task) {
+    if (task.cancelled()) return std::make_exception_ptr(CancelledError());
+    return task.exception();
 }
 
-// Waits until every task is done; with `fail_fast`, cancels the others at the first failure. Returns
-// that failure (with fail_fast) or null. A cancel of the waiting task cancels every task, waits for
-// them all, and is thrown on.
+// Waits until every task is done; with `fail_fast`, cancels the others at the first failure (of the
+// first task seen to fail). Returns that failure (with fail_fast) or null. A cancel of the waiting
+// task cancels every task, waits for them all, and is thrown on.
 template <class T>
 Coroutine<std::exception_ptr> wait_all(EventLoop& loop, std::vector<Task<T>>& tasks, bool fail_fast) {
     auto state = std::make_shared<GatherState>(loop);
-    for (Task<T>& task : tasks) {
-        auto on_done = [state] {
-            ++state->finished;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+        auto on_done = [state, i] {
+            state->finished.push_back(i);
             if (!state->wake_up.done()) state->wake_up.set_result();
         };
-        task.add_done_callback(std::move(on_done));
+        tasks[i].add_done_callback(std::move(on_done));
     }
     std::exception_ptr failure;
+    std::size_t done = 0;
     bool cancelled = false;  // C++ forbids co_await inside a catch handler: hence the flag
     bool cancelling = false;
-    while (state->finished < tasks.size()) {
+    while (done < tasks.size()) {
         try {
             co_await state->wake_up;
         } catch (const CancelledError&) {
             cancelled = true;
         }
         state->wake_up = Future<void>(loop);
-        if (fail_fast && !failure) failure = first_failure(tasks);
+        // Only the tasks that finished since the last look: looking at them all each time would
+        // cost N tasks times the number of wake-ups.
+        for (const std::size_t i : std::exchange(state->finished, {})) {
+            ++done;
+            if (fail_fast && !failure) failure = failure_of(tasks[i]);
+        }
         if ((cancelled || failure) && !cancelling) {
             cancelling = true;  // once: the others are cancelled, and waited for
             for (Task<T>& task : tasks) task.cancel();
