@@ -53,7 +53,12 @@ Coroutine<void> demo(EventLoop& loop, const Request& page, const Request& hang) 
     } catch (const TimeoutError&) {
         timed_out = true;  // no co_await in a handler, and no need: print below
     }
-    if (timed_out) std::printf("  the caller's wait_for threw TimeoutError\n");
+    if (timed_out) {
+        std::printf("  the caller's wait_for threw TimeoutError\n");
+    } else {
+        show("first", results[0]);
+        show("second", results[1]);
+    }
 
     std::printf("three at once, gathered:\n");
     std::vector<Task<Result>> tasks;
