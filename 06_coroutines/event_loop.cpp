@@ -114,7 +114,7 @@ void EventLoop::run_once() {
 
 // `handle` is a copy: a socket wait's callback removes its own Handle from the table while it runs.
 void EventLoop::collect(std::shared_ptr<Handle> handle) {
-    if (handle->completes_a_future) {
+    if (handle->socket_wait) {
         handle->callback();
     } else {
         ready_.push_back(std::move(handle));
@@ -189,11 +189,14 @@ void EventLoop::run(const detail::FutureBase* until) {
 
 // ---- Descriptors ---------------------------------------------------------------------------------
 
-std::shared_ptr<Handle> EventLoop::add_reader(int fd, Callback callback, bool completes_a_future) {
-    return add_watch(fd, EPOLLIN, std::move(callback), completes_a_future);
+std::shared_ptr<Handle> EventLoop::add_reader(int fd, Callback callback) {
+    return add_watch(fd, EPOLLIN, std::move(callback), false);
 }
-std::shared_ptr<Handle> EventLoop::add_writer(int fd, Callback callback, bool completes_a_future) {
-    return add_watch(fd, EPOLLOUT, std::move(callback), completes_a_future);
+std::shared_ptr<Handle> EventLoop::add_writer(int fd, Callback callback) {
+    return add_watch(fd, EPOLLOUT, std::move(callback), false);
+}
+std::shared_ptr<Handle> EventLoop::add_socket_wait(int fd, bool writable, Callback callback) {
+    return add_watch(fd, writable ? EPOLLOUT : EPOLLIN, std::move(callback), true);
 }
 bool EventLoop::remove_reader(int fd) { return remove_watch(fd, EPOLLIN, nullptr); }
 bool EventLoop::remove_writer(int fd) { return remove_watch(fd, EPOLLOUT, nullptr); }
@@ -202,7 +205,7 @@ bool EventLoop::remove(int fd, const std::shared_ptr<Handle>& handle) {
 }
 
 std::shared_ptr<Handle> EventLoop::add_watch(int fd, std::uint32_t direction, Callback callback,
-                                             bool completes_a_future) {
+                                             bool socket_wait) {
     if (closed_) return nullptr;
     if (fd < 0) throw std::invalid_argument("add_reader/add_writer: negative descriptor");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(static_cast<std::size_t>(fd) + 1);
@@ -211,7 +214,7 @@ std::shared_ptr<Handle> EventLoop::add_watch(int fd, std::uint32_t direction, Ca
     std::shared_ptr<Handle>& slot = direction == EPOLLIN ? watch.reader : watch.writer;
     if (slot) slot->cancelled = true;  // replaced: an event already queued for it must not run
     if (!slot && !(direction == EPOLLIN ? watch.writer : watch.reader)) ++descriptors_watched_;
-    slot = std::make_shared<Handle>(std::move(callback), false, completes_a_future);
+    slot = std::make_shared<Handle>(std::move(callback), false, socket_wait);
     return slot;
 }
 

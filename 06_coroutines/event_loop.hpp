@@ -57,11 +57,11 @@ class FutureBase;
 // share it, so it outlives its removal while an entry for it is still queued; `cancelled` is how
 // that entry learns it must not run. (asyncio: events.Handle; stage 04's, with two flags more.)
 struct Handle {
-    Handle(Callback callback, bool once, bool completes_a_future = false)
-        : callback(std::move(callback)), once(once), completes_a_future(completes_a_future) {}
+    Handle(Callback callback, bool once, bool socket_wait = false)
+        : callback(std::move(callback)), once(once), socket_wait(socket_wait) {}
     Callback callback;
     bool once;  // a call_soon or a timer: runs once, and lets go of what it captured as it runs
-    bool completes_a_future;  // a socket wait's reader or writer: runs during the collect (run_once)
+    bool socket_wait;  // add_socket_wait's reader or writer: runs during the collect (run_once)
     bool cancelled = false;
 };
 
@@ -131,12 +131,14 @@ public:
 
     // A second add_reader for the same fd replaces the first. Throws std::invalid_argument for a
     // negative fd, std::system_error if epoll refuses the descriptor (and then changes nothing).
-    // `completes_a_future`: the callback does nothing but remove itself and complete a future (a
-    // socket wait, socket.cpp), so the loop may run it as soon as it sees the event (run_once).
-    std::shared_ptr<Handle> add_reader(int fd, Callback callback, bool completes_a_future = false);
+    std::shared_ptr<Handle> add_reader(int fd, Callback callback);
     // The same for writable. A socket is writable nearly always: remove the writer as soon as there
     // is nothing left to write, or the loop never sleeps.
-    std::shared_ptr<Handle> add_writer(int fd, Callback callback, bool completes_a_future = false);
+    std::shared_ptr<Handle> add_writer(int fd, Callback callback);
+    // A socket wait (wait_readable, wait_writable: socket.cpp): a reader (or writer) whose callback
+    // does nothing but remove itself and complete a future, so the loop runs it as soon as it sees
+    // the event, during the collect (run_once).
+    std::shared_ptr<Handle> add_socket_wait(int fd, bool writable, Callback callback);
     // Return false if there was nothing to remove. The callback is never called again, even for an
     // event this turn has already collected. Never throw, so destructors may call them. Remove a
     // descriptor's reader and writer BEFORE you close it (Socket does).
@@ -193,7 +195,7 @@ private:
     int epoll_timeout_ms();
     bool has_live_timers();
     void collect(std::shared_ptr<Handle> handle);
-    std::shared_ptr<Handle> add_watch(int fd, std::uint32_t direction, Callback callback, bool completes_a_future);
+    std::shared_ptr<Handle> add_watch(int fd, std::uint32_t direction, Callback callback, bool socket_wait);
     bool remove_watch(int fd, std::uint32_t direction, const Handle* only);
     void tell_epoll(int fd, std::uint32_t interest);
 

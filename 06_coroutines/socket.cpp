@@ -26,9 +26,8 @@ public:
             stop_watching();
             set_result();
         };
-        constexpr bool completes_a_future = true;
         explain::waits_for(fd, writable);
-        handle_ = writable ? loop.add_writer(fd, ready, completes_a_future) : loop.add_reader(fd, ready, completes_a_future);
+        handle_ = loop.add_socket_wait(fd, writable, ready);
     }
     ~ReadinessWait() override { stop_watching(); }  // the frame that awaited us is gone
     bool cancel() override {
