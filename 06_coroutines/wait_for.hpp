@@ -31,7 +31,8 @@ public:
 namespace detail {
 
 // The deadline of one wait_for (asyncio: timeouts.Timeout): cancels the current task when it
-// fires, and takes that request back when the wait is over, however it ended.
+// fires, and takes that request back when the wait is over, however it ended. It cannot be copied
+// or moved: its timer's callback holds `this`, and ~Deadline cancels the timer before it goes.
 class Deadline {
 public:
     Deadline(EventLoop& loop, Duration timeout) : task_(*loop.current_task()), cancelling_(task_.cancelling()) {
