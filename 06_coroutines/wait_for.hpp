@@ -51,7 +51,8 @@ public:
     // nobody else asked for one meanwhile: the task's requests are back to what they were.
     bool end() {
         timer_.cancel();
-        return std::exchange(expired_, false) && task_.uncancel() <= cancelling_;
+        if (!std::exchange(expired_, false)) return false;  // the timer never fired: not ours
+        return task_.uncancel() <= cancelling_;              // ours, unless another one came too
     }
 
 private:
