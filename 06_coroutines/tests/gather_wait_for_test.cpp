@@ -28,9 +28,9 @@ Coroutine<int> value_after(EventLoop& loop, int value, Duration delay) {
     co_return value;
 }
 
-Coroutine<int> fail_after(EventLoop& loop, Duration delay) {
+Coroutine<int> fail_after(EventLoop& loop, Duration delay, const char* message = "child failed") {
     co_await sleep(loop, delay);
-    throw std::runtime_error("child failed");
+    throw std::runtime_error(message);
 }
 
 // Records how it ended: finished, or cancelled (and then it cleans up, which takes a turn).
@@ -74,6 +74,22 @@ TEST_F(GatherTest, WithAFailingTaskCancelsTheOthersWaitsForThemAndThrowsTheFailu
     EXPECT_EQ(ends, (std::vector<std::string>{"cancelled 1", "cancelled 3"}));  // both finished first
     EXPECT_TRUE(kept.cancelled());
     expect_loop_is_clean(loop);  // and nothing of theirs is left running
+}
+
+// Two tasks fail in one turn, the one later in the list first: the gather throws the failure that
+// came first (as asyncio.gather does), not the one first in the list.
+TEST_F(GatherTest, ThrowsTheFailureThatCameFirst) {
+    EventLoop loop;
+    Task<int> failing_first = loop.create_task(fail_after(loop, 0ms, "failed first"));  // steps first
+    Task<int> failing_second = loop.create_task(fail_after(loop, 0ms, "failed second"));
+    std::vector<Task<int>> tasks{failing_second, failing_first};
+    try {
+        run_within(loop, gather(loop, std::move(tasks)));
+        ADD_FAILURE() << "the gather returned";
+    } catch (const std::runtime_error& error) {
+        EXPECT_STREQ(error.what(), "failed first");
+    }
+    EXPECT_TRUE(failing_first.done() && failing_second.done());
 }
 
 TEST_F(GatherTest, CancellingTheGatherCancelsEveryTaskAndWaitsForThem) {
