@@ -10,8 +10,9 @@ A chapter quotes code with a fenced block whose info string names the file and t
 
 The block must equal those lines (trailing white space aside), or, for a file of the stages that
 narrate (04 to 06), those lines without the hooks of --explain: a line that is one `explain::...;`
-statement may be left out, and the chapters do leave them out (they say so once). When code moves, this check fails and names the
-quote, so the book never shows code that is not in the repository.
+statement may be left out, and the chapters do leave them out (they say so once), but the range
+begins and ends on lines the quote shows. When code moves, this check fails and names the quote,
+so the book never shows code that is not in the repository.
 
 Every link in docs/ (and in the README files that lead into it) must name a file or folder that
 exists, and an anchor (`page.md#a-heading`) a heading of that page. Links to other sites are not
@@ -147,6 +148,12 @@ def main():
             wanted = [line.rstrip() for line in text[first - 1:last]]
             quoted = [line.rstrip() for line in body]
             hooks = path.startswith(NARRATING)
+            if hooks and quoted != wanted and quoted == without_hooks(wanted) and (
+                    HOOK.match(wanted[0]) or HOOK.match(wanted[-1])):
+                print(f"{name}: the quote of {path}:{first}-{last} begins or ends on a narration line "
+                      "it leaves out: a reader opening the file at that line sees another line")
+                failed += 1
+                continue
             if quoted != wanted and not (hooks and quoted == without_hooks(wanted)):
                 now = moved_to(text, body, hooks) if fix else None
                 if now is not None:
