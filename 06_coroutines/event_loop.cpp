@@ -207,7 +207,7 @@ bool EventLoop::remove(int fd, const std::shared_ptr<Handle>& handle) {
 std::shared_ptr<Handle> EventLoop::add_watch(int fd, std::uint32_t direction, Callback callback,
                                              bool socket_wait) {
     if (closed_) return nullptr;
-    if (fd < 0) throw std::invalid_argument("add_reader/add_writer: negative descriptor");
+    if (fd < 0) throw std::invalid_argument("a negative descriptor cannot be watched");
     if (static_cast<std::size_t>(fd) >= watches_.size()) watches_.resize(static_cast<std::size_t>(fd) + 1);
     Watch& watch = watches_[static_cast<std::size_t>(fd)];
     tell_epoll(fd, watch.registered | direction);  // first: if epoll refuses, nothing has changed

@@ -228,6 +228,14 @@ TEST_F(EventLoopTest, RemovingAHandleRemovesThatReaderOnlyNotANewerOne) {
     ::close(theirs);
 }
 
+TEST_F(EventLoopTest, ANegativeDescriptorIsRefusedByEveryWayOfWatchingAndNothingIsWatched) {
+    EventLoop loop;
+    EXPECT_THROW(loop.add_reader(-1, [] {}), std::invalid_argument);
+    EXPECT_THROW(loop.add_writer(-1, [] {}), std::invalid_argument);
+    EXPECT_THROW(loop.add_socket_wait(-1, false, [] {}), std::invalid_argument);
+    EXPECT_EQ(loop.watched_descriptors(), 0u);
+}
+
 TEST_F(EventLoopTest, AWriterAndAReaderOfOneDescriptorAreIndependent) {
     EventLoop loop;
     int ours = -1;
