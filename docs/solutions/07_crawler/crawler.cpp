@@ -163,7 +163,7 @@ Coroutine<void> Crawler::work() {
             stat.error = std::string("internal error: ") + error.what();
             done_.push_back(std::move(stat));
         }
-        --busy_workers_;
+        --busy_workers_;     // a cancelled worker never gets here: its URL stays unfinished
         queue_.task_done();  // the last task_done() of the crawl wakes crawl() in join()
     }
 }
