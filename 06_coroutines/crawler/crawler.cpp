@@ -1,6 +1,6 @@
-// The crawler. Read crawl(), work() and fetch() first: they are the 500 Lines chapter's three
-// coroutines, and the whole of the concurrency. The rest decides which links to follow.
-// They are further down, after the heading "---- The three coroutines ----".
+// The crawler, to read from the top: crawl(), work() and fetch() come first, the 500 Lines
+// chapter's three coroutines and the whole of the concurrency; then which links are followed;
+// last, the constructor and the small helpers.
 #include "06_coroutines/crawler/crawler.hpp"
 
 #include <algorithm>
@@ -16,63 +16,18 @@ namespace sixways::crawler {
 
 namespace {
 
-char to_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string lowercase(std::string text) {
-    for (char& c : text) c = to_lower(c);
-    return text;
-}
-
-// The statuses whose Location the crawler follows. 304 Not Modified and 305 Use Proxy are 3xx
-// too, but they do not name another page.
-bool is_redirect(int status) {
-    return status == 300 || status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
-}
-
-// Failures worth another try: the connection could not be made, or broke. Not a timeout (the server
-// is slow, and asking again at once only adds to its load and to our wait), not a protocol error
-// (the same server sends the same garbage again), not an HTTP error status (that is an answer).
-bool worth_retrying(ErrorKind kind) {
-    return kind == ErrorKind::connect || kind == ErrorKind::send || kind == ErrorKind::receive;
-}
-
+// The small helpers the coroutines use; defined at the end of this file.
 // "text/html; charset=UTF-8" -> {"text/html", "utf-8"}. Both lowercase; either may be empty.
 struct ContentType {
     std::string media_type;
     std::string charset;
 };
 
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-    return text;
-}
-
-ContentType parse_content_type(const std::string* header) {
-    ContentType type;
-    if (header == nullptr) return type;
-    std::string_view rest = *header;
-    const std::size_t semicolon = rest.find(';');
-    type.media_type = lowercase(std::string(trim(rest.substr(0, semicolon))));
-    while (rest.find(';') != std::string_view::npos) {
-        rest.remove_prefix(rest.find(';') + 1);
-        std::string_view parameter = trim(rest.substr(0, rest.find(';')));
-        const std::size_t equals = parameter.find('=');
-        if (equals == std::string_view::npos) continue;
-        if (lowercase(std::string(trim(parameter.substr(0, equals)))) != "charset") continue;
-        std::string_view value = trim(parameter.substr(equals + 1));
-        if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-        type.charset = lowercase(std::string(value));
-    }
-    return type;
-}
-
-// An IP address written as the host: "127.0.0.1", or "::1" (a URL's IPv6 literal, unbracketed).
-// Lenient mode's domain rule makes no sense for these: 10.0.0.1 is no "subdomain" of 0.0.1.
-bool is_ip_literal(const std::string& host) {
-    return host.find(':') != std::string::npos ||
-           std::all_of(host.begin(), host.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
-}
+ContentType parse_content_type(const std::string* header);  // null: no Content-Type header
+bool is_redirect(int status);
+bool worth_retrying(ErrorKind kind);
+bool is_ip_literal(const std::string& host);
+std::string lowercase(std::string text);
 
 // Counts the fetches in flight, for most_in_flight(), however the fetch ends (cancellation too).
 class InFlight {
@@ -87,46 +42,6 @@ private:
 };
 
 }  // namespace
-
-const char* to_string(Redirect redirect) {
-    switch (redirect) {
-        case Redirect::none: return "none";
-        case Redirect::queued: return "queued";
-        case Redirect::already_seen: return "already seen";
-        case Redirect::limit_reached: return "redirect limit reached";
-        case Redirect::out_of_scope: return "out of scope";
-        case Redirect::page_limit: return "page limit reached";
-    }
-    return "?";
-}
-
-std::string host_key(const Url& url) {
-    const std::string host = lowercase(url.host);
-    return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(url.port);
-}
-
-Crawler::Crawler(EventLoop& loop, CrawlerOptions options)
-    : loop_(loop), options_(std::move(options)), queue_(loop) {
-    if (options_.max_tasks == 0) throw std::invalid_argument("max_tasks must be at least 1");
-    if (options_.max_tries == 0) throw std::invalid_argument("max_tries must be at least 1");
-    for (const std::string& pattern : options_.exclude) check_pattern(pattern);
-    for (Url& root : options_.roots) {
-        root.host = lowercase(root.host);
-        if (!options_.addresses.contains(host_key(root))) {
-            throw std::invalid_argument("no address for the root " + root.to_string() + " (resolve it first)");
-        }
-    }
-    // The roots are queued like any link (500 Lines does it in __init__ too), so that the first
-    // join() has something to wait for. A root is fetched even if `exclude` matches it, but not
-    // past max_pages.
-    for (const Url& root : options_.roots) {
-        if (page_limit_reached() && !seen_urls_.contains(root.to_string())) {
-            ++over_page_limit_;
-            continue;
-        }
-        add_url(root.to_string(), options_.max_redirect);
-    }
-}
 
 // ---- The three coroutines ----
 
@@ -399,5 +314,103 @@ void check_pattern(std::string_view pattern) {
                                     "starts with that or with * (only * is special: '*.pdf' skips PDF files)");
     }
 }
+
+// ---- The constructor, and the small helpers ----
+
+const char* to_string(Redirect redirect) {
+    switch (redirect) {
+        case Redirect::none: return "none";
+        case Redirect::queued: return "queued";
+        case Redirect::already_seen: return "already seen";
+        case Redirect::limit_reached: return "redirect limit reached";
+        case Redirect::out_of_scope: return "out of scope";
+        case Redirect::page_limit: return "page limit reached";
+    }
+    return "?";
+}
+
+std::string host_key(const Url& url) {
+    const std::string host = lowercase(url.host);
+    return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(url.port);
+}
+
+Crawler::Crawler(EventLoop& loop, CrawlerOptions options)
+    : loop_(loop), options_(std::move(options)), queue_(loop) {
+    if (options_.max_tasks == 0) throw std::invalid_argument("max_tasks must be at least 1");
+    if (options_.max_tries == 0) throw std::invalid_argument("max_tries must be at least 1");
+    for (const std::string& pattern : options_.exclude) check_pattern(pattern);
+    for (Url& root : options_.roots) {
+        root.host = lowercase(root.host);
+        if (!options_.addresses.contains(host_key(root))) {
+            throw std::invalid_argument("no address for the root " + root.to_string() + " (resolve it first)");
+        }
+    }
+    // The roots are queued like any link (500 Lines does it in __init__ too), so that the first
+    // join() has something to wait for. A root is fetched even if `exclude` matches it, but not
+    // past max_pages.
+    for (const Url& root : options_.roots) {
+        if (page_limit_reached() && !seen_urls_.contains(root.to_string())) {
+            ++over_page_limit_;
+            continue;
+        }
+        add_url(root.to_string(), options_.max_redirect);
+    }
+}
+
+namespace {
+
+char to_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+std::string lowercase(std::string text) {
+    for (char& c : text) c = to_lower(c);
+    return text;
+}
+
+// The statuses whose Location the crawler follows. 304 Not Modified and 305 Use Proxy are 3xx
+// too, but they do not name another page.
+bool is_redirect(int status) {
+    return status == 300 || status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+// Failures worth another try: the connection could not be made, or broke. Not a timeout (the server
+// is slow, and asking again at once only adds to its load and to our wait), not a protocol error
+// (the same server sends the same garbage again), not an HTTP error status (that is an answer).
+bool worth_retrying(ErrorKind kind) {
+    return kind == ErrorKind::connect || kind == ErrorKind::send || kind == ErrorKind::receive;
+}
+
+std::string_view trim(std::string_view text) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+    return text;
+}
+
+ContentType parse_content_type(const std::string* header) {
+    ContentType type;
+    if (header == nullptr) return type;
+    std::string_view rest = *header;
+    const std::size_t semicolon = rest.find(';');
+    type.media_type = lowercase(std::string(trim(rest.substr(0, semicolon))));
+    while (rest.find(';') != std::string_view::npos) {
+        rest.remove_prefix(rest.find(';') + 1);
+        std::string_view parameter = trim(rest.substr(0, rest.find(';')));
+        const std::size_t equals = parameter.find('=');
+        if (equals == std::string_view::npos) continue;
+        if (lowercase(std::string(trim(parameter.substr(0, equals)))) != "charset") continue;
+        std::string_view value = trim(parameter.substr(equals + 1));
+        if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+        type.charset = lowercase(std::string(value));
+    }
+    return type;
+}
+
+// An IP address written as the host: "127.0.0.1", or "::1" (a URL's IPv6 literal, unbracketed).
+// Lenient mode's domain rule makes no sense for these: 10.0.0.1 is no "subdomain" of 0.0.1.
+bool is_ip_literal(const std::string& host) {
+    return host.find(':') != std::string::npos ||
+           std::all_of(host.begin(), host.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+}
+
+}  // namespace
 
 }  // namespace sixways::crawler
