@@ -35,6 +35,7 @@ namespace detail {
 // or moved: its timer's callback holds `this`, and ~Deadline cancels the timer before it goes.
 class Deadline {
 public:
+    // current_task() is never null here: a coroutine's body runs only inside its task's step.
     Deadline(EventLoop& loop, Duration timeout) : task_(*loop.current_task()), cancelling_(task_.cancelling()) {
         auto expire = [this] {
             explain::runs("wait_for's deadline timer", -1);
