@@ -195,6 +195,8 @@ Coroutine<Result> Crawler::fetch_with_retries(Request request, FetchStatistic& s
 // left. So two redirects to one page fetch it once (the second finds it in seen_urls), a redirect
 // cycle ends when it comes round to a URL already seen, and a long chain ends at max_redirect.
 void Crawler::follow_redirect(FetchStatistic& stat, const std::string& location, std::size_t redirects_left) {
+    // Where it leads, for the report, even when it is not followed (out of scope); in normal form
+    // below once it is known to be followed.
     stat.next_url = std::string(without_fragment(resolve_reference(stat.url, location)));
     const std::optional<std::string> next = url_to_follow(stat.url, location);
     if (!next) {
