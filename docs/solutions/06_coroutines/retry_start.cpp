@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "06_coroutines/fetch.hpp"
-#include "06_coroutines/sleep.hpp"
 #include "retry.hpp"
 
 namespace sixways::solutions {

@@ -1,5 +1,6 @@
-// Exercise 2's fetch_with_one_retry: one fetch when the first answers, two when it fails, and the
-// second's answer when only the second can get one.
+// Exercise 2's fetch_with_one_retry: one fetch when the first answers (a 404 is an answer too), two
+// when it fails, the second's failure when both fail, and the second's answer when only the second
+// can get one.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -46,12 +47,18 @@ Result run_bounded(EventLoop& loop, sixways::coroutines::Coroutine<Result> corou
     return loop.run_until_complete(std::move(coroutine));
 }
 
+// What RefusesThenAnswers sends by default once it listens.
+const std::string second_try_response =
+    "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\nsecond try";
+
 // A port on 127.0.0.1 that refuses connections (a bound socket that does not listen) until
 // start_answering(); from then on it accepts one connection, on a thread of its own, reads the
-// request and answers "200 OK" with the body "second try".
+// request, sends `response` and closes the connection. An empty `response` closes it before any
+// byte, as the lab server's /fault/close does: a failure that is not a refused connect.
 class RefusesThenAnswers {
 public:
-    RefusesThenAnswers() : listener_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    explicit RefusesThenAnswers(std::string response = second_try_response)
+        : response_(std::move(response)), listener_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
         sockaddr_in address{};
         address.sin_family = AF_INET;
         address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -97,11 +104,15 @@ private:
             if (n <= 0) break;
             request.append(buffer, static_cast<std::size_t>(n));
         }
-        const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\nsecond try";
-        [[maybe_unused]] const ssize_t sent = ::send(connection, response.data(), response.size(), MSG_NOSIGNAL);
+        // The whole request is read, so the close is a clean end (FIN), not a reset for unread bytes.
+        if (!response_.empty()) {
+            [[maybe_unused]] const ssize_t sent =
+                ::send(connection, response_.data(), response_.size(), MSG_NOSIGNAL);
+        }
         ::close(connection);
     }
 
+    const std::string response_;
     int listener_;
     std::uint16_t port_ = 0;
     std::atomic<bool> stop_{false};
@@ -121,6 +132,23 @@ TEST(FetchWithOneRetry, AnAnswerAtTheFirstTryIsNotFetchedAgain) {
     EXPECT_NE(result.response.body.find("/first"), std::string::npos) << result.response.body;
     EXPECT_EQ(attempts, 1);
     EXPECT_EQ(server.stats().requests_by_path["/first"], 1u);
+}
+
+// A 404 is the server's answer, not a failure of the exchange (ok() is true): asking again would
+// only get the same answer.
+TEST(FetchWithOneRetry, A404IsAnAnswerAndIsNotFetchedAgain) {
+    LabServer server(on_loopback(0ms));
+    server.start();
+    const Request request = request_for(server.url("/site/missing"));  // a page the site does not have
+    Options options = with_timeout(5s);
+    int attempts = 0;
+    options.on_result = [&attempts](std::size_t, const Result&) { ++attempts; };
+    EventLoop loop;
+    const Result result = run_bounded(loop, fetch_with_one_retry(loop, request, options, 10ms));
+    ASSERT_TRUE(result.ok()) << result.error_message;
+    EXPECT_EQ(result.response.status, 404);
+    EXPECT_EQ(attempts, 1);
+    EXPECT_EQ(server.stats().requests_by_path["/site/missing"], 1u);
 }
 
 TEST(FetchWithOneRetry, AFailureIsFetchedExactlyOnceMore) {
@@ -149,6 +177,28 @@ TEST(FetchWithOneRetry, ARefusedConnectIsTriedOnceMoreAndReportsTheSecondError) 
     EXPECT_EQ(attempts, 2);
 }
 
+// Two different failures, so that the result shows which one was returned: the first connect is
+// refused, and the second reaches a server that closes the connection before sending any byte. The
+// port starts listening as soon as the first result is in, not on a later turn of the loop, so the
+// second try reaches it however the retry pauses; this test is about which failure comes back.
+TEST(FetchWithOneRetry, WhenBothTriesFailTheSecondFailureIsReturned) {
+    RefusesThenAnswers server("");  // once it listens, it closes the connection without answering
+    const Request request = request_for(server.url());
+    Options options = with_timeout(5s);
+    int attempts = 0;
+    bool asked = false;
+    options.on_result = [&attempts, &asked, &server](std::size_t, const Result& result) {
+        ++attempts;
+        if (result.ok() || std::exchange(asked, true)) return;
+        server.start_answering();
+    };
+    EventLoop loop;
+    const Result result = run_bounded(loop, fetch_with_one_retry(loop, request, options, 10ms));
+    EXPECT_EQ(result.error, sixways::ErrorKind::receive) << result.error_message;
+    EXPECT_EQ(result.error_message, "connection closed before any response byte");
+    EXPECT_EQ(attempts, 2);
+}
+
 // The first connect is refused. When that first result is in, the server is told to start
 // listening, on the loop's next turn: so only a retry that gives the loop its turns while it pauses
 // (co_await sleep, not ::usleep or no pause at all) finds it listening, and gets the answer.
@@ -165,7 +215,10 @@ TEST(FetchWithOneRetry, TheServerThatStartsDuringThePauseAnswersTheSecondTry) {
         loop.call_soon([&server] { server.start_answering(); });
     };
     const Result result = run_bounded(loop, fetch_with_one_retry(loop, request, options, 10ms));
-    ASSERT_TRUE(result.ok()) << result.error_message;
+    ASSERT_TRUE(result.ok())
+        << "a retry that blocks the loop while it pauses (::usleep) or does not pause finds the server "
+           "still refusing: "
+        << result.error_message;
     EXPECT_EQ(result.response.body, "second try");
     EXPECT_EQ(attempts, 2);
 }
