@@ -83,13 +83,13 @@ Coroutine<Response> receive_response(EventLoop& loop, int fd, const Options& opt
 // `result` is a reference into fetch()'s frame: safe, because fetch co_awaits this coroutine, which
 // runs inside fetch's task and whose frame fetch's frame owns.
 Coroutine<void> exchange(EventLoop& loop, const Request& request, const Options& options, Result& result) {
-    Socket socket = co_await connect_to_any(loop, request.addresses);
+    Socket socket = co_await connect_to_any(loop, request.addresses);  // 1. Connect (above).
     result.timing.connected = Clock::now();
 
     co_await sock_sendall(loop, socket.fd(), build_get_request(request.url));  // 2. Send it, all of it.
     result.timing.sent = Clock::now();
 
-    result.response = co_await receive_response(loop, socket.fd(), options, result.timing);
+    result.response = co_await receive_response(loop, socket.fd(), options, result.timing);  // 3. Receive.
     // `socket` closes here, and on every way out above, including cancellation.
 }
 
