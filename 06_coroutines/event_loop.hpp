@@ -12,7 +12,7 @@
 // the fetch itself) is built on the few calls below.
 //
 //   EventLoop loop;
-//   loop.call_soon([] { ... });                       // on the next turn, never inside this one
+//   loop.call_soon([] { ... });                       // when the queue next runs, never inside this call
 //   TimerHandle t = loop.call_later(2s, [] { ... });  // once, 2 s from now
 //   t.cancel();                                       // it will never run
 //   loop.add_reader(fd, [] { ... });                  // every turn in which fd is readable
