@@ -34,6 +34,16 @@
 // future its top frame awaits), or running (inside its step). A coroutine cannot suspend any other
 // way: await_transform below accepts only Futures and Coroutines.
 //
+// The types
+// ---------
+//   Task<T> (a handle; copies share) ──► TaskState<T>, which is two things at once:
+//       ├─ a FutureState<T>: the result to come and its waiters (what a Future<T> handle shares)
+//       ├─ a TaskBase: frames_, waiting_on_, its step, its cancel count (the part without T)
+//       └─ and it owns body_, the Coroutine<T> the task was made with: the bottom frame
+//   each frame's promise (Promise<T>) ──task_──► the TaskBase that runs it
+//   co_await future    → a FutureAwaiter: puts the TaskBase on the future's waiters
+//   co_await coroutine → a CoroutineAwaiter: owns the child's frame, and pushes it on frames_
+//
 // Who owns what
 // -------------
 // A Task handle shares the task's state, which owns the bottom frame; each frame owns the child it
