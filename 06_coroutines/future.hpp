@@ -27,7 +27,6 @@
 
 #include <exception>
 #include <memory>
-#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -108,7 +107,7 @@ public:
     using FutureBase::FutureBase;
     void set_result(T value) {
         require_settable("set_result");
-        value_.emplace(std::move(value));
+        value_ = std::make_unique<T>(std::move(value));
         finish(Status::finished);
     }
     const T& result() const {
@@ -124,7 +123,9 @@ public:
     }
 
 protected:
-    std::optional<T> value_;
+    // On the heap, and only once there is a result: a pending future (a task whose fetch is still
+    // under way) keeps 8 bytes for it, not the size of a Result.
+    std::unique_ptr<T> value_;
 
 private:
     void check_not_taken() const {

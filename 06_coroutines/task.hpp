@@ -321,7 +321,7 @@ public:
 private:
     void free_body(bool keep) override {
         if constexpr (!std::is_void_v<T>) {
-            if (keep) this->value_.emplace(body_.frame_.promise().take_result());
+            if (keep) this->value_ = std::make_unique<T>(body_.frame_.promise().take_result());
         }
         std::exchange(body_.frame_, {}).destroy();
     }
