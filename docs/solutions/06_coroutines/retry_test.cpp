@@ -51,6 +51,21 @@ Result run_bounded(EventLoop& loop, sixways::coroutines::Coroutine<Result> corou
 const std::string second_try_response =
     "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\nsecond try";
 
+// Runs fetch_with_one_retry on `request` (a 5 s deadline for each fetch, a 10 ms pause) to its
+// end, and counts the fetches it made.
+struct Retried {
+    Result result;
+    int attempts = 0;
+};
+Retried retry(const Request& request) {
+    Retried retried;
+    Options options = with_timeout(5s);
+    options.on_result = [&retried](std::size_t, const Result&) { ++retried.attempts; };
+    EventLoop loop;
+    retried.result = run_bounded(loop, fetch_with_one_retry(loop, request, options, 10ms));
+    return retried;
+}
+
 // A port on 127.0.0.1 that refuses connections (a bound socket that does not listen) until
 // start_answering(); from then on it accepts one connection, on a thread of its own, reads the
 // request, sends `response` and closes the connection. An empty `response` closes it before any
@@ -123,11 +138,7 @@ TEST(FetchWithOneRetry, AnAnswerAtTheFirstTryIsNotFetchedAgain) {
     LabServer server(on_loopback(0ms));
     server.start();
     const Request request = request_for(server.url("/first"));
-    Options options = with_timeout(5s);
-    int attempts = 0;
-    options.on_result = [&attempts](std::size_t, const Result&) { ++attempts; };
-    EventLoop loop;
-    const Result result = run_bounded(loop, fetch_with_one_retry(loop, request, options, 10ms));
+    const auto [result, attempts] = retry(request);
     ASSERT_TRUE(result.ok()) << result.error_message;
     EXPECT_NE(result.response.body.find("/first"), std::string::npos) << result.response.body;
     EXPECT_EQ(attempts, 1);
@@ -140,11 +151,7 @@ TEST(FetchWithOneRetry, A404IsAnAnswerAndIsNotFetchedAgain) {
     LabServer server(on_loopback(0ms));
     server.start();
     const Request request = request_for(server.url("/site/missing"));  // a page the site does not have
-    Options options = with_timeout(5s);
-    int attempts = 0;
-    options.on_result = [&attempts](std::size_t, const Result&) { ++attempts; };
-    EventLoop loop;
-    const Result result = run_bounded(loop, fetch_with_one_retry(loop, request, options, 10ms));
+    const auto [result, attempts] = retry(request);
     ASSERT_TRUE(result.ok()) << result.error_message;
     EXPECT_EQ(result.response.status, 404);
     EXPECT_EQ(attempts, 1);
@@ -155,11 +162,7 @@ TEST(FetchWithOneRetry, AFailureIsFetchedExactlyOnceMore) {
     LabServer server(on_loopback(0ms));
     server.start();
     const Request request = request_for(server.url("/fault/close"));  // closes before any byte
-    Options options = with_timeout(5s);
-    int attempts = 0;
-    options.on_result = [&attempts](std::size_t, const Result&) { ++attempts; };
-    EventLoop loop;
-    const Result result = run_bounded(loop, fetch_with_one_retry(loop, request, options, 10ms));
+    const auto [result, attempts] = retry(request);
     EXPECT_FALSE(result.ok());
     EXPECT_EQ(attempts, 2);
     EXPECT_EQ(server.stats().requests_by_path["/fault/close"], 2u);
@@ -167,11 +170,7 @@ TEST(FetchWithOneRetry, AFailureIsFetchedExactlyOnceMore) {
 
 TEST(FetchWithOneRetry, ARefusedConnectIsTriedOnceMoreAndReportsTheSecondError) {
     const Request request = request_for(SilentServer().url());  // its port refuses once it is gone
-    Options options = with_timeout(5s);
-    int attempts = 0;
-    options.on_result = [&attempts](std::size_t, const Result&) { ++attempts; };
-    EventLoop loop;
-    const Result result = run_bounded(loop, fetch_with_one_retry(loop, request, options, 10ms));
+    const auto [result, attempts] = retry(request);
     EXPECT_EQ(result.error, sixways::ErrorKind::connect);
     EXPECT_EQ(result.error_message, "connect: Connection refused");
     EXPECT_EQ(attempts, 2);
