@@ -67,15 +67,16 @@ EventLoop::~EventLoop() {
 // run_once is the only place where callbacks run and suspended tasks are resumed (asyncio's
 // _run_once says the same of itself). A turn, as in stage 04:
 //
-//   1. Collect. Wait in epoll_wait (not at all if something is ready, until the nearest timer if
-//      there is one), then queue the reader and writer of each descriptor epoll reported, then
-//      each timer that is due. No code of anyone's runs yet, so every event is looked up in a
-//      table that no callback has touched since epoll_wait: no event can be stale at this point.
-//      One kind of reader runs here all the same, because it runs no code of anyone's either: a
-//      socket wait's, which only removes itself and completes its future (which queues the steps
-//      of the tasks waiting on it). So a task woken by its socket steps in this very turn, before
-//      the timers that came due with it: an answer that arrived in time beats its deadline.
-//   2. Run what is in the ready queue NOW: call_soon callbacks and task steps queued by the last
+//   1. Wait in epoll_wait: not at all if something is ready, until the nearest timer if there is
+//      one, for ever otherwise.
+//   2. Collect: queue the reader and writer of each descriptor epoll reported, then each timer
+//      that is due. No code of anyone's runs yet, so every event is looked up in a table that no
+//      callback has touched since epoll_wait: no event can be stale at this point. One kind of
+//      reader runs here all the same, because it runs no code of anyone's either: a socket
+//      wait's, which only removes itself and completes its future (which queues the steps of the
+//      tasks waiting on it). So a task woken by its socket steps in this very turn, before the
+//      timers that came due with it: an answer already in the socket beats a deadline that is due.
+//   3. Run what is in the ready queue NOW: call_soon callbacks and task steps queued by the last
 //      turn, then this turn's readers, writers and timers. What they queue (a task woken by a
 //      future they completed, a call_soon) waits for the next turn, after the next poll. So
 //      nothing can keep a turn going for ever and starve the sockets, and every step starts on
