@@ -1,4 +1,4 @@
-// Chapter 06, exercise 5: the first of two answers.
+// Chapter 06, part 2, exercise 6: the first of two answers.
 #pragma once
 
 #include "06_coroutines/event_loop.hpp"

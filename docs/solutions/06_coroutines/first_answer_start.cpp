@@ -1,4 +1,4 @@
-// Chapter 06, part 2, exercise 5: write it yourself, and check it with the answer's tests.
+// Chapter 06, part 2, exercise 6: write it yourself, and check it with the answer's tests.
 //
 // Yours: the body marked WRITE. As given, it compiles and every test fails. Build and run the tests
 // (from the repository's top folder):

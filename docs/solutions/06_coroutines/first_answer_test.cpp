@@ -1,4 +1,4 @@
-// Exercise 5's first_answer: the first response wins, the other fetch is cancelled and finished
+// Exercise 6's first_answer: the first response wins, the other fetch is cancelled and finished
 // before the coroutine returns, a failure never wins over a later response, and a cancel reaches
 // both fetches.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Chapter 06, exercise 2: a coroutine of your own on stage 06's loop.
+// Chapter 06, part 2, exercise 3: a coroutine of your own on stage 06's loop.
 #pragma once
 
 #include "06_coroutines/event_loop.hpp"

@@ -1,4 +1,4 @@
-// Exercise 2's fetch_with_one_retry: one fetch when the first answers (a 404 is an answer too), two
+// Exercise 3's fetch_with_one_retry: one fetch when the first answers (a 404 is an answer too), two
 // when it fails, the second's failure when both fail, and the second's answer when only the second
 // can get one.
 #include <arpa/inet.h>

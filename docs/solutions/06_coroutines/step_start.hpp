@@ -1,4 +1,4 @@
-// Chapter 06, part 2, exercise 6: write it yourself. A task that runs a stack of coroutine frames,
+// Chapter 06, part 2, exercise 1: write it yourself. A task that runs a stack of coroutine frames,
 // as stage 06's Task does, and nothing else: no loop, no Futures, no sockets. A coroutine awaits
 // another coroutine, or `pause`, which stands in for a pending Future: the task's step ends there,
 // and whoever owns the task steps it again later (in stage 06, the loop does).

@@ -1,4 +1,4 @@
-// Chapter 06, part 2, exercise 6: a task's stack of frames, checked. Built twice: with step.hpp
+// Chapter 06, part 2, exercise 1: a task's stack of frames, checked. Built twice: with step.hpp
 // (the answer), where every test passes, and with step_start.hpp (what you write in), where they
 // fail until CoroutineAwaiter and the step loop are written.
 #include STEP_HEADER
