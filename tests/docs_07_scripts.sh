@@ -40,8 +40,10 @@ read -r -t 10 _ _ URL _ < "$work/line" || true
 timeline=$(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
     timeout 60 docs/deeper/07_requests_in_time.sh "$bin/crawl" "${URL}site/")
 echo "$timeline"
-first_row=$(echo "$timeline" | sed -n 2p)
-[ "$(echo $first_row)" = "0 /site/" ] || fail "the timeline's first row is '$first_row', not '0 /site/'"
+# The root is the first request sent. (Whether it has a row of its own depends on how fast the
+# site answers here: the script cuts rows at pauses of over 1.5 ms, and an idle machine may not pause.)
+first_path=$(echo "$timeline" | sed -n 2p | awk '{ print $2 }')
+[ "$first_path" = "/site/" ] || fail "the first request sent is '$first_path', not '/site/'"
 paths=$(echo "$timeline" | tail -n +2 | awk '{ for (i = 2; i <= NF; ++i) print $i }')
 [ "$(echo "$paths" | wc -l)" -eq 32 ] || fail "the timeline names $(echo "$paths" | wc -l) requests, not 32"
 [ "$(echo "$paths" | sort -u | wc -l)" -eq 32 ] || fail "the timeline names a URL twice"
