@@ -272,13 +272,21 @@ protected:
     std::exception_ptr error_;
 };
 
+// A coroutine function's name, for Promise's constructor. A type of its own, made only explicitly:
+// the compiler first tries to make a promise from the coroutine's own arguments, and a coroutine
+// taking one `const char*` would otherwise be named after its argument.
+struct FunctionName {
+    explicit FunctionName(const char* name) : name(name) {}
+    const char* name;
+};
+
 template <class T>
 class Promise : public PromiseBase {
 public:
     // A default argument is evaluated where the call is made, and the promise is made in the body
     // of the coroutine function: so this is that function's name. (std::source_location would say
     // the same, but clang 14 does not offer it with g++ 12's library; both compilers have this.)
-    explicit Promise(const char* name = __builtin_FUNCTION()) : PromiseBase(name) {}
+    explicit Promise(FunctionName name = FunctionName(__builtin_FUNCTION())) : PromiseBase(name.name) {}
     Coroutine<T> get_return_object() { return Coroutine<T>(std::coroutine_handle<Promise>::from_promise(*this)); }
     template <class U>
     void return_value(U&& value) {
@@ -296,7 +304,7 @@ private:
 template <>
 class Promise<void> : public PromiseBase {
 public:
-    explicit Promise(const char* name = __builtin_FUNCTION()) : PromiseBase(name) {}
+    explicit Promise(FunctionName name = FunctionName(__builtin_FUNCTION())) : PromiseBase(name.name) {}
     Coroutine<void> get_return_object() { return Coroutine<void>(std::coroutine_handle<Promise>::from_promise(*this)); }
     void return_void() {}
     void take_result() {

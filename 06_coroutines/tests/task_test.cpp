@@ -11,6 +11,7 @@
 #include "06_coroutines/sleep.hpp"
 #include "06_coroutines/task.hpp"
 #include "06_coroutines/tests/helpers.hpp"
+#include "common/explain.hpp"
 
 namespace sixways::coroutines {
 namespace {
@@ -471,6 +472,25 @@ Coroutine<int> two_takers(EventLoop& loop) {
 TEST_F(TaskTest, AMoveOnlyResultGoesToItsFirstTakerAndASecondGetsInvalidStateError) {
     EventLoop loop;
     EXPECT_EQ(run_within(loop, two_takers(loop)), 11);
+}
+
+
+Coroutine<int> first_letter(const char* word) { co_return word[0]; }
+
+Coroutine<int> spell(EventLoop&) { co_return co_await first_letter("Ada"); }
+
+// --explain names each frame after its coroutine function. The compiler makes a promise from the
+// coroutine's own arguments when it can: a lone `const char*` argument must not become the name.
+TEST_F(TaskTest, AFrameIsNamedAfterItsFunctionEvenWhenItsArgumentIsAString) {
+    EventLoop loop;
+    testing::internal::CaptureStdout();
+    explain::start(true, false);
+    const int letter = loop.run_until_complete(spell(loop));
+    explain::start(false, false);
+    const std::string narration = testing::internal::GetCapturedStdout();
+    EXPECT_EQ(letter, 'A');
+    EXPECT_NE(narration.find("spell awaits first_letter"), std::string::npos) << narration;
+    EXPECT_EQ(narration.find("Ada"), std::string::npos) << narration;
 }
 
 }  // namespace
