@@ -118,7 +118,8 @@ std::string format_text(const CrawlReport& report) {
            std::to_string(report.most_in_flight) + (report.most_in_flight == 1 ? " fetch" : " fetches") +
            " in flight\n";
     if (report.interrupted) {
-        out += "Not finished: " + std::to_string(report.todo) + " URLs queued or being fetched\n";
+        out += "Not finished: " + std::to_string(report.todo) + (report.todo == 1 ? " URL" : " URLs") +
+               " queued or being fetched\n";
     }
     out += "Statuses:";
     if (totals.statuses.empty()) out += " none";

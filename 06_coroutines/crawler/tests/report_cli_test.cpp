@@ -144,6 +144,8 @@ TEST(CrawlReport, SaysWhenTheCrawlWasInterrupted) {
     const std::string text = format_text(report);
     EXPECT_NE(text.find("Interrupted after 3 URLs"), std::string::npos) << text;
     EXPECT_NE(text.find("Not finished: 7 URLs"), std::string::npos) << text;
+    report.todo = 1;
+    EXPECT_NE(format_text(report).find("Not finished: 1 URL queued"), std::string::npos);
 }
 
 TEST(CrawlReport, SaysWhenThePageLimitStoppedTheCrawlAndWhichPagesWereCut) {
